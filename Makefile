@@ -1,0 +1,44 @@
+# Apollo. `make demo` runs Apollo locally; `make test` runs every test, the
+# integration tests included, against real Redis Clusters started by the tests.
+GO      ?= go
+BIN     := bin/apollo
+# Integration tests start several 9-process clusters; one package at a time
+# keeps timing-sensitive resilience tests honest on a 2-core machine.
+TESTFLAGS ?= -race -count=1 -p 1 -timeout 20m
+
+.PHONY: all build test demo redis fmt-check vet bench clean
+
+all: build
+
+build:
+	$(GO) build -o $(BIN) ./cmd/apollo
+
+# Installs redis-server and redis-cli when missing (Debian/Ubuntu), or stops
+# with a message that says what to do.
+redis:
+	@command -v redis-server >/dev/null 2>&1 || { \
+	  echo "redis-server is not installed; installing redis-server and redis-tools with apt-get..."; \
+	  SUDO=; [ "$$(id -u)" -eq 0 ] || SUDO=sudo; \
+	  $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
+	  $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server redis-tools >/dev/null; \
+	} || { echo "could not install redis-server: install it yourself (apt-get install redis-server redis-tools) and re-run"; exit 1; }
+	@command -v redis-server >/dev/null 2>&1 || { echo "redis-server still not on PATH"; exit 1; }
+
+fmt-check:
+	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	if [ -n "$$out" ]; then echo "gofmt needed on:"; echo "$$out"; exit 1; fi
+
+vet:
+	$(GO) vet ./...
+
+test: redis fmt-check vet
+	$(GO) test $(TESTFLAGS) ./...
+
+bench: redis
+	$(GO) test -run '^$$' -bench . -benchtime 3s ./...
+
+demo: redis build
+	./$(BIN) cluster up
+
+clean:
+	rm -rf bin

@@ -1,0 +1,155 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+)
+
+// Exit codes.
+const (
+	exitOK      = 0
+	exitFailure = 1
+	exitUsage   = 2
+)
+
+// env gives a subcommand its input and output.
+type env struct {
+	stdout, stderr io.Writer
+	getenv         func(string) string
+}
+
+type command struct {
+	name    string
+	summary string
+	run     func(ctx context.Context, e env, args []string) error
+}
+
+func commands() []command {
+	return []command{
+		{"cluster", "run a throwaway local Redis Cluster (up | status | down)", runCluster},
+		{"version", "print the version and build information", runVersion},
+	}
+}
+
+// Run runs the subcommand named by args[0] and returns the process exit code.
+func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	e := env{stdout: stdout, stderr: stderr, getenv: os.Getenv}
+	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+		if len(args) > 1 {
+			return Run(ctx, []string{args[1], "--help"}, stdout, stderr)
+		}
+		usage(stdout)
+		return exitOK
+	}
+	for _, c := range commands() {
+		if c.name != args[0] {
+			continue
+		}
+		err := c.run(ctx, e, args[1:])
+		return exitCode(err, stderr)
+	}
+	fmt.Fprintf(stderr, "apollo: unknown command %q\n\n", args[0])
+	usage(stderr)
+	return exitUsage
+}
+
+func exitCode(err error, stderr io.Writer) int {
+	var ue usageError
+	switch {
+	case err == nil, errors.Is(err, flag.ErrHelp):
+		return exitOK
+	case errors.As(err, &ue):
+		fmt.Fprintf(stderr, "apollo: %v\n", err)
+		return exitUsage
+	default:
+		var ec exitCodeError
+		if errors.As(err, &ec) {
+			fmt.Fprintf(stderr, "apollo: %v\n", err)
+			return ec.code
+		}
+		fmt.Fprintf(stderr, "apollo: %v\n", err)
+		return exitFailure
+	}
+}
+
+func usage(w io.Writer) {
+	fmt.Fprintln(w, "Apollo: driver availability and booking admission on Redis Cluster.")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "Usage: apollo <command> [flags]")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "Commands:")
+	for _, c := range commands() {
+		fmt.Fprintf(w, "  %-10s %s\n", c.name, c.summary)
+	}
+	fmt.Fprintln(w, "  help       show help for a command: apollo help <command>")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "Every flag can also be set in the environment as APOLLO_<FLAG>, for example")
+	fmt.Fprintln(w, "--node-timeout as APOLLO_NODE_TIMEOUT. A flag on the command line wins.")
+}
+
+// usageError is a problem with how the command was invoked (exit code 2).
+type usageError struct{ err error }
+
+func (u usageError) Error() string { return u.err.Error() }
+func (u usageError) Unwrap() error { return u.err }
+
+// exitCodeError carries a specific exit code (for checks: 1 warning, 2 critical).
+type exitCodeError struct {
+	code int
+	err  error
+}
+
+func (x exitCodeError) Error() string { return x.err.Error() }
+func (x exitCodeError) Unwrap() error { return x.err }
+
+// newFlagSet returns a flag set that reports errors instead of exiting.
+func newFlagSet(e env, name, synopsis string) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(e.stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(e.stderr, "Usage: apollo %s\n\n%s\n\nFlags (each also read from APOLLO_<FLAG> when not given):\n", name, synopsis)
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+// parseFlags parses args, then fills every flag not given on the command
+// line from the environment variable APOLLO_<NAME> (dashes as underscores).
+func parseFlags(e env, fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return usageError{err}
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	var errs []error
+	fs.VisitAll(func(f *flag.Flag) {
+		if set[f.Name] {
+			return
+		}
+		key := envName(f.Name)
+		if v := e.getenv(key); v != "" {
+			if err := fs.Set(f.Name, v); err != nil {
+				errs = append(errs, fmt.Errorf("%s=%q: %w", key, v, err))
+			}
+		}
+	})
+	if err := errors.Join(errs...); err != nil {
+		return usageError{err}
+	}
+	if fs.NArg() > 0 {
+		return usageError{fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " "))}
+	}
+	return nil
+}
+
+func envName(flagName string) string {
+	return "APOLLO_" + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
+}

@@ -1,0 +1,109 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func run(t *testing.T, ctx context.Context, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code = Run(ctx, args, &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+func TestRunUsage(t *testing.T) {
+	tests := []struct {
+		args     []string
+		wantCode int
+		wantOut  string
+	}{
+		{nil, exitOK, "Usage: apollo <command>"},
+		{[]string{"help"}, exitOK, "Commands:"},
+		{[]string{"version"}, exitOK, "apollo "},
+		{[]string{"nope"}, exitUsage, `unknown command "nope"`},
+		{[]string{"cluster"}, exitUsage, "needs a subcommand"},
+		{[]string{"cluster", "sideways"}, exitUsage, "unknown cluster subcommand"},
+		{[]string{"cluster", "up", "--primaries", "0"}, exitUsage, "primaries must be within"},
+		{[]string{"cluster", "up", "--bogus"}, exitUsage, "flag provided but not defined"},
+		{[]string{"cluster", "up", "extra"}, exitUsage, "unexpected arguments"},
+		{[]string{"cluster", "up", "--help"}, exitOK, "-node-timeout"},
+		{[]string{"cluster", "status", "--state-file", "/nonexistent/x.json"}, exitFailure, "is `apollo cluster up` running?"},
+	}
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			code, out, errs := run(t, context.Background(), tt.args...)
+			if code != tt.wantCode {
+				t.Errorf("exit code = %d, want %d (stderr: %s)", code, tt.wantCode, errs)
+			}
+			if !strings.Contains(out+errs, tt.wantOut) {
+				t.Errorf("output does not contain %q:\n%s%s", tt.wantOut, out, errs)
+			}
+		})
+	}
+}
+
+func TestFlagsFallBackToEnvironment(t *testing.T) {
+	t.Setenv("APOLLO_PRIMARIES", "0")
+	code, _, errs := run(t, context.Background(), "cluster", "up")
+	if code != exitUsage || !strings.Contains(errs, "primaries must be within") {
+		t.Fatalf("APOLLO_PRIMARIES=0: code %d, stderr %q; want the env value validated", code, errs)
+	}
+	t.Setenv("APOLLO_NODE_TIMEOUT", "soon")
+	code, _, errs = run(t, context.Background(), "cluster", "up", "--primaries", "1")
+	if code != exitUsage || !strings.Contains(errs, "APOLLO_NODE_TIMEOUT") {
+		t.Fatalf("bad APOLLO_NODE_TIMEOUT: code %d, stderr %q; want a usage error naming it", code, errs)
+	}
+}
+
+func TestClusterUpStatusAndStopOnCancel(t *testing.T) {
+	dir := t.TempDir()
+	state := filepath.Join(dir, "state.json")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan int, 1)
+	var out, errb bytes.Buffer
+	go func() {
+		done <- Run(ctx, []string{"cluster", "up", "--primaries", "3", "--replicas", "1", "--dir", dir, "--state-file", state}, &out, &errb)
+	}()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		if _, err := os.Stat(state); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			cancel()
+			<-done
+			t.Fatalf("no state file after 60s; stderr: %s", errb.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	st, err := readClusterState(state)
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, sout, serr := run(t, context.Background(), "cluster", "status", "--state-file", state)
+	if code != exitOK || !strings.Contains(sout, "cluster_state:ok") {
+		t.Errorf("status: code %d, out %q, err %q", code, sout, serr)
+	}
+	cancel()
+	if code := <-done; code != exitOK {
+		t.Fatalf("cluster up exit code %d; stderr: %s", code, errb.String())
+	}
+	for _, n := range st.Nodes {
+		if alive(n.PID) {
+			t.Errorf("node %s (pid %d) still running after cluster up stopped", n.Addr, n.PID)
+		}
+	}
+	if _, err := os.Stat(st.Dir); err == nil {
+		t.Errorf("cluster dir %s left behind", st.Dir)
+	}
+	if _, err := os.Stat(state); err == nil {
+		t.Errorf("state file left behind")
+	}
+}
