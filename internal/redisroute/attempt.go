@@ -1,0 +1,71 @@
+package redisroute
+
+import (
+	"context"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// attempt is one sub-pipeline sent to one node for some commands of a call.
+type attempt struct {
+	node   *node
+	idx    []int // positions in the call's command list
+	via    Via
+	asking bool // ASK redirect: prefix ASKING
+	hedged bool // a hedge was already sent for it
+
+	// Filled by the sending goroutine before it reports back.
+	replies []redis.Cmder
+	rtt     time.Duration
+}
+
+// send runs the attempt on its node and records what it says about the
+// node's health. It is called on its own goroutine; the replies are read by
+// the call only after the attempt is reported on the call's event channel.
+func (r *Router) send(ctx context.Context, a *attempt, cmds []Cmd) {
+	pipe := a.node.client.Pipeline()
+	if a.asking {
+		pipe.Process(ctx, redis.NewStatusCmd(ctx, "asking"))
+	}
+	a.replies = make([]redis.Cmder, len(a.idx))
+	for k, i := range a.idx {
+		c := redis.NewCmd(ctx, cmds[i].Args...)
+		a.replies[k] = c
+		pipe.Process(ctx, c)
+	}
+	start := time.Now()
+	a.node.begin(start)
+	_, err := pipe.Exec(ctx)
+	end := time.Now()
+	a.rtt = end.Sub(start)
+	cl := classify(batchErr(err, a.replies))
+	a.node.end(end, a.rtt, !cl.nodeFault() && cl != classCanceled)
+	if cl.nodeFault() {
+		r.nodeFailed(a.node, cl, err)
+	}
+}
+
+// batchErr is the error that hit the whole sub-pipeline, if any: a
+// connection-level failure sets the same error on every command.
+func batchErr(err error, replies []redis.Cmder) error {
+	if err == nil || len(replies) == 0 {
+		return nil
+	}
+	first := replies[0].Err()
+	if first == nil || classify(first) == classReply {
+		return nil
+	}
+	return first
+}
+
+func (r *Router) nodeFailed(n *node, cl class, err error) {
+	kind := "unanswered"
+	reason := ejectUnanswered
+	if cl == classUnsent {
+		kind, reason = "unsent", ejectRefused
+	}
+	r.m.nodeErrors.WithLabelValues(n.addr, kind).Inc()
+	r.eject(n, reason)
+	r.requestRefresh(refreshConnError)
+}

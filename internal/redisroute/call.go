@@ -1,0 +1,403 @@
+package redisroute
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// maxRedirects bounds MOVED/ASK hops per command.
+const maxRedirects = 5
+
+// cmdState is the bookkeeping of one command during a call.
+type cmdState struct {
+	done      bool
+	pending   int     // attempts in flight that carry it
+	tried     []*node // nodes it was sent to
+	attempts  int
+	redirects int
+	backoff   time.Duration
+	lastErr   error
+	sent      bool // a write that may have reached a node
+}
+
+type event struct {
+	done  *attempt // an attempt finished
+	hedge *attempt // the hedge timer of an attempt fired
+	retry []int    // a backoff elapsed for these commands
+}
+
+// call coordinates one Exec: it sends sub-pipelines, hedges, retries and
+// follows redirects until every command has a result or the deadline passes.
+// Only the call's own goroutine touches its state; senders and timers talk
+// to it through events.
+type call struct {
+	r       *Router
+	ctx     context.Context
+	cmds    []Cmd
+	res     Results
+	st      []cmdState
+	left    int
+	events  chan event
+	done    chan struct{}
+	timers  []*time.Timer
+	inbound int // attempts whose event has not arrived
+}
+
+func (c *call) run(t *topology) {
+	c.dispatch(t, c.unfinished(), ViaPreferred)
+	for c.left > 0 {
+		select {
+		case ev := <-c.events:
+			switch {
+			case ev.done != nil:
+				c.inbound--
+				c.onDone(ev.done)
+			case ev.hedge != nil:
+				c.onHedge(ev.hedge)
+			default:
+				if open := c.open(ev.retry); len(open) > 0 {
+					c.dispatch(c.r.topo.Load(), open, ViaRetry)
+				}
+			}
+		case <-c.ctx.Done():
+			c.failRemaining(c.ctx.Err())
+		}
+	}
+	close(c.done)
+	for _, tm := range c.timers {
+		tm.Stop()
+	}
+}
+
+func (c *call) unfinished() []int {
+	var idx []int
+	for i := range c.st {
+		if !c.st[i].done {
+			idx = append(idx, i)
+		}
+	}
+	return idx
+}
+
+// open filters idx down to the commands still without a result.
+func (c *call) open(idx []int) []int {
+	var out []int
+	for _, i := range idx {
+		if !c.st[i].done {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+// dispatch routes the given commands on topology t: writes to their
+// primary, reads to the node the policy picks for their shard (one node per
+// shard per dispatch, so a call touches as few nodes as possible).
+func (c *call) dispatch(t *topology, idx []int, via Via) {
+	type group struct {
+		s     *shard
+		write bool
+	}
+	groups := map[group][]int{}
+	var order []group
+	for _, i := range idx {
+		s := t.slots[Slot(c.cmds[i].Key)]
+		if s == nil {
+			c.r.requestRefresh(refreshNoNode)
+			c.finish(i, Result{Err: ErrNoNode})
+			continue
+		}
+		g := group{s, c.cmds[i].Write}
+		if _, ok := groups[g]; !ok {
+			order = append(order, g)
+		}
+		groups[g] = append(groups[g], i)
+	}
+	for _, g := range order {
+		members := groups[g]
+		if g.write {
+			c.launch(&attempt{node: g.s.primary, idx: members, via: via})
+			continue
+		}
+		exclude := c.triedByAll(members)
+		n, pv, err := c.r.pickRead(g.s, len(members), exclude)
+		if err != nil {
+			for _, i := range members {
+				c.finishErr(i, err)
+			}
+			continue
+		}
+		v := via
+		if v == ViaPreferred {
+			v = pv
+		}
+		c.launch(&attempt{node: n, idx: members, via: v})
+	}
+}
+
+// triedByAll returns the nodes every one of the commands was already sent to.
+func (c *call) triedByAll(idx []int) []*node {
+	var out []*node
+	for _, n := range c.st[idx[0]].tried {
+		all := true
+		for _, i := range idx[1:] {
+			if !containsNode(c.st[i].tried, n) {
+				all = false
+				break
+			}
+		}
+		if all {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+func containsNode(ns []*node, n *node) bool {
+	for _, x := range ns {
+		if x == n {
+			return true
+		}
+	}
+	return false
+}
+
+func (c *call) launch(a *attempt) {
+	for _, i := range a.idx {
+		st := &c.st[i]
+		st.pending++
+		st.attempts++
+		st.tried = append(st.tried, a.node)
+		if c.cmds[i].Write {
+			st.sent = true
+		}
+	}
+	if a.via == ViaPreferred || a.via == ViaFallback {
+		c.r.hedges.deposit(1)
+		c.r.retries.deposit(1)
+	}
+	c.inbound++
+	c.r.wg.Add(1)
+	go func() {
+		defer c.r.wg.Done()
+		// Detached from the call's cancellation: a request to a hung node
+		// must stay outstanding (bounded by ReadTimeout) so the watchdog sees
+		// the node make no progress, rather than vanish when its call is
+		// answered by a hedge.
+		c.r.send(context.WithoutCancel(c.ctx), a, c.cmds)
+		select {
+		case c.events <- event{done: a}:
+		case <-c.done:
+		}
+	}()
+	if a.via != ViaHedge && !c.anyWrite(a.idx) && c.r.cfg.HedgeBudget > 0 {
+		c.after(a.node.hedgeDelay(c.r.cfg), event{hedge: a})
+	}
+}
+
+func (c *call) anyWrite(idx []int) bool {
+	for _, i := range idx {
+		if c.cmds[i].Write {
+			return true
+		}
+	}
+	return false
+}
+
+func (c *call) after(d time.Duration, ev event) {
+	c.timers = append(c.timers, time.AfterFunc(d, func() {
+		select {
+		case c.events <- ev:
+		case <-c.done:
+		}
+	}))
+}
+
+// onHedge sends a backup of a slow read attempt to another node of the shard.
+func (c *call) onHedge(a *attempt) {
+	open := c.open(a.idx)
+	if len(open) == 0 || a.hedged {
+		return
+	}
+	t := c.r.topo.Load()
+	s := t.slots[Slot(c.cmds[open[0]].Key)]
+	if s == nil {
+		return
+	}
+	n, _, err := c.r.pickRead(s, len(open), c.triedByAll(open))
+	if err != nil || n == a.node {
+		return
+	}
+	if !c.r.hedges.withdraw() {
+		c.r.m.hedges.WithLabelValues("denied").Inc()
+		return
+	}
+	a.hedged = true
+	c.r.m.hedges.WithLabelValues("sent").Inc()
+	c.launch(&attempt{node: n, idx: open, via: ViaHedge})
+}
+
+// onDone turns an attempt's replies into results, redirects or retries.
+func (c *call) onDone(a *attempt) {
+	var retryNow []int
+	redirects := map[string][]int{}
+	asks := map[string][]int{}
+	for k, i := range a.idx {
+		st := &c.st[i]
+		st.pending--
+		if st.done {
+			continue
+		}
+		err := a.replies[k].Err()
+		cl := classify(err)
+		if cl != classOK {
+			st.lastErr = fmt.Errorf("%s: %w", a.node.addr, err)
+		}
+		write := c.cmds[i].Write
+		switch cl {
+		case classOK:
+			c.finish(i, Result{Val: value(a.replies[k]), Node: a.node.addr, Via: a.via})
+		case classReply:
+			c.finish(i, Result{Err: st.lastErr, Node: a.node.addr, Via: a.via})
+		case classMoved, classAsk:
+			addr, _ := redis.IsMovedError(err)
+			if cl == classAsk {
+				addr, _ = redis.IsAskError(err)
+			} else {
+				c.r.requestRefresh(refreshMoved)
+			}
+			st.sent = false // a redirect reply means it did not run here
+			if st.redirects++; st.redirects > maxRedirects || !validAddr(addr) {
+				c.finishErr(i, st.lastErr)
+			} else if cl == classAsk {
+				asks[addr] = append(asks[addr], i)
+			} else {
+				redirects[addr] = append(redirects[addr], i)
+			}
+		case classTryAgain, classClusterDn, classNotServed:
+			// Not executed: safe for reads and writes alike. Let the topology
+			// catch up, then route again.
+			st.sent = false
+			if cl != classTryAgain {
+				c.r.requestRefresh(refreshNotServed)
+			}
+			if cl == classNotServed && !write {
+				retryNow = append(retryNow, i)
+			} else {
+				c.backoff(i)
+			}
+		case classUnsent:
+			if write {
+				st.sent = false
+				c.backoff(i)
+			} else if st.pending == 0 {
+				retryNow = append(retryNow, i)
+			}
+		case classUnanswered, classCanceled:
+			switch {
+			case st.pending > 0: // another attempt may still answer
+			case write:
+				c.finishErr(i, fmt.Errorf("%w: %w", ErrAmbiguous, st.lastErr))
+			case cl == classCanceled:
+				c.finishErr(i, st.lastErr)
+			default:
+				retryNow = append(retryNow, i)
+			}
+		}
+	}
+	c.retry(retryNow)
+	for addr, idx := range redirects {
+		c.launch(&attempt{node: c.r.nodeFor(addr), idx: idx, via: ViaRedirect})
+	}
+	for addr, idx := range asks {
+		c.launch(&attempt{node: c.r.nodeFor(addr), idx: idx, via: ViaRedirect, asking: true})
+	}
+}
+
+// retry re-sends unanswered reads to another node, within the retry budget.
+func (c *call) retry(idx []int) {
+	if len(idx) == 0 {
+		return
+	}
+	if !c.r.retries.withdraw() {
+		c.r.m.retries.WithLabelValues("denied").Inc()
+		for _, i := range idx {
+			c.finishErr(i, c.st[i].lastErr)
+		}
+		return
+	}
+	c.r.m.retries.WithLabelValues("sent").Inc()
+	c.dispatch(c.r.topo.Load(), idx, ViaRetry)
+}
+
+// backoff schedules command i to be routed again after a growing pause:
+// the cluster is failing over, migrating a slot, or loading.
+func (c *call) backoff(i int) {
+	st := &c.st[i]
+	st.backoff = min(max(2*st.backoff, 10*time.Millisecond), 250*time.Millisecond)
+	if dl, ok := c.ctx.Deadline(); ok && time.Until(dl) < st.backoff {
+		c.finishErr(i, st.lastErr)
+		return
+	}
+	c.after(st.backoff, event{retry: []int{i}})
+}
+
+func (c *call) finish(i int, res Result) {
+	st := &c.st[i]
+	if st.done {
+		return
+	}
+	st.done = true
+	c.left--
+	res.Attempts = st.attempts
+	c.res[i] = res
+	switch {
+	case res.Err == nil:
+		c.r.m.commands.WithLabelValues("ok").Inc()
+		if res.Via == ViaHedge {
+			c.r.m.hedges.WithLabelValues("won").Inc()
+		}
+	case errors.Is(res.Err, ErrAmbiguous):
+		c.r.m.commands.WithLabelValues("ambiguous").Inc()
+	default:
+		c.r.m.commands.WithLabelValues("error").Inc()
+	}
+}
+
+func (c *call) finishErr(i int, err error) {
+	if err == nil {
+		err = ErrUnavailable
+	}
+	c.finish(i, Result{Err: err})
+}
+
+// failRemaining ends the call at its deadline. A write that may have been
+// sent is ambiguous, not failed.
+func (c *call) failRemaining(err error) {
+	for i := range c.st {
+		st := &c.st[i]
+		if st.done {
+			continue
+		}
+		e := err
+		if st.lastErr != nil {
+			e = fmt.Errorf("%w (last error: %w)", err, st.lastErr)
+		}
+		if c.cmds[i].Write && st.sent {
+			e = fmt.Errorf("%w: %w", ErrAmbiguous, e)
+		}
+		c.finishErr(i, e)
+	}
+}
+
+// value converts a reply to the Result value: a missing key is nil.
+func value(c redis.Cmder) any {
+	if cmd, ok := c.(*redis.Cmd); ok {
+		return cmd.Val()
+	}
+	return nil
+}

@@ -1,0 +1,247 @@
+package redisroute
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+)
+
+// Policy chooses which node of a shard serves a read. Writes always go to the primary.
+type Policy string
+
+// Read policies.
+const (
+	// Primary reads from the primary; a replica serves a read only when the
+	// primary is ejected or did not answer.
+	Primary Policy = "primary"
+	// ReplicaPreferred reads from a healthy replica, falling back per command
+	// to the other replica or to the primary (within the primary's fallback cap).
+	ReplicaPreferred Policy = "replica-preferred"
+	// Nearest reads from the healthy node with the lowest measured latency.
+	Nearest Policy = "nearest"
+	// Legacy2019 reproduces the 2019 setup for drills only: random replica per
+	// command, no health tracking, no hedges or retries, topology refreshed
+	// only every 60 s, and the whole pipeline fails when one command fails.
+	Legacy2019 Policy = "legacy-2019"
+)
+
+// Policies lists every valid policy.
+func Policies() []Policy { return []Policy{Primary, ReplicaPreferred, Nearest, Legacy2019} }
+
+// ParsePolicy parses a policy name.
+func ParsePolicy(s string) (Policy, error) {
+	for _, p := range Policies() {
+		if string(p) == s {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("unknown read policy %q (want one of %s)", s, policyList())
+}
+
+func policyList() string {
+	var names []string
+	for _, p := range Policies() {
+		names = append(names, string(p))
+	}
+	return strings.Join(names, ", ")
+}
+
+// Set implements flag.Value.
+func (p *Policy) Set(s string) error {
+	v, err := ParsePolicy(s)
+	if err != nil {
+		return err
+	}
+	*p = v
+	return nil
+}
+
+func (p *Policy) String() string { return string(*p) }
+
+// Config configures a Router. Start from DefaultConfig.
+type Config struct {
+	// Addrs are seed nodes (host:port); any one reachable node is enough.
+	Addrs []string
+	// Username and Password authenticate every connection (AUTH / ACL).
+	Username, Password string
+	// TLS, when non-nil, is used for every connection.
+	TLS *tls.Config
+	// Policy decides where reads go.
+	Policy Policy
+
+	// DialTimeout bounds connecting to a node.
+	DialTimeout time.Duration
+	// ReadTimeout bounds waiting for a node's reply on the wire. Hedging and
+	// ejection act long before it; it only frees connections to a hung node.
+	ReadTimeout time.Duration
+	// CallTimeout is the deadline of a call whose context has none.
+	CallTimeout time.Duration
+	// PoolSize is the number of connections per node.
+	PoolSize int
+
+	// RefreshInterval is the periodic topology refresh.
+	RefreshInterval time.Duration
+	// RefreshMinInterval rate-limits refreshes triggered by errors.
+	RefreshMinInterval time.Duration
+
+	// HedgeMin and HedgeMax clamp the hedge delay, which is HedgeFactor times
+	// the node's recent latency.
+	HedgeMin, HedgeMax time.Duration
+	HedgeFactor        float64
+	// HedgeBudget is the fraction of sub-requests that may be hedged, on top
+	// of a burst of BudgetBurst.
+	HedgeBudget float64
+	// RetryBudget is the fraction of sub-requests that may be retried.
+	RetryBudget float64
+	// BudgetBurst is the initial and maximum spare tokens of each budget.
+	BudgetBurst int
+
+	// StallAfter ejects a node that has requests outstanding and has
+	// answered nothing for this long: a hung node.
+	StallAfter time.Duration
+	// ProbeInterval is how often ejected nodes are probed; ReadmitAfter
+	// consecutive successful probes re-admit a node.
+	ProbeInterval time.Duration
+	ReadmitAfter  int
+	// MaxEjectedFraction caps the fraction of nodes ejected at once.
+	MaxEjectedFraction float64
+
+	// PrimaryFallbackRate caps, per primary, the read commands per second
+	// that fall back to it from replicas, so a failing replica cannot move
+	// unbounded load onto its primary. Burst is a tenth of it. 0 = no cap.
+	PrimaryFallbackRate int
+}
+
+// DefaultConfig returns the defaults used by apollo serve.
+func DefaultConfig() Config {
+	return Config{
+		Policy:              ReplicaPreferred,
+		DialTimeout:         250 * time.Millisecond,
+		ReadTimeout:         time.Second,
+		CallTimeout:         time.Second,
+		PoolSize:            32,
+		RefreshInterval:     5 * time.Second,
+		RefreshMinInterval:  200 * time.Millisecond,
+		HedgeMin:            5 * time.Millisecond,
+		HedgeMax:            40 * time.Millisecond,
+		HedgeFactor:         4,
+		HedgeBudget:         0.1,
+		RetryBudget:         0.2,
+		BudgetBurst:         500,
+		StallAfter:          80 * time.Millisecond,
+		ProbeInterval:       100 * time.Millisecond,
+		ReadmitAfter:        3,
+		MaxEjectedFraction:  0.34,
+		PrimaryFallbackRate: 50000,
+	}
+}
+
+// Flags holds the flag-only settings that become Config fields after parsing.
+type Flags struct {
+	addrs          string
+	tlsOn          bool
+	tlsCA          string
+	tlsServerName  string
+	tlsInsecureDev bool
+}
+
+// RegisterFlags registers the router's flags on fs with c's values as
+// defaults. Call Flags.Apply(c) after parsing.
+func (c *Config) RegisterFlags(fs *flag.FlagSet) *Flags {
+	f := &Flags{addrs: strings.Join(c.Addrs, ",")}
+	fs.StringVar(&f.addrs, "redis-addrs", f.addrs, "comma-separated seed addresses of the Redis Cluster (host:port)")
+	fs.StringVar(&c.Username, "redis-user", c.Username, "Redis ACL user name")
+	fs.StringVar(&c.Password, "redis-password", c.Password, "Redis password (prefer APOLLO_REDIS_PASSWORD over the flag)")
+	fs.Var(&c.Policy, "read-policy", "where reads go: "+policyList())
+	fs.BoolVar(&f.tlsOn, "redis-tls", false, "connect to Redis over TLS")
+	fs.StringVar(&f.tlsCA, "redis-tls-ca", "", "PEM file of the CA that signed the Redis certificates (default: system roots)")
+	fs.StringVar(&f.tlsServerName, "redis-tls-server-name", "", "server name to verify in Redis certificates")
+	fs.BoolVar(&f.tlsInsecureDev, "redis-tls-insecure-skip-verify", false, "do not verify Redis certificates (development only)")
+	fs.DurationVar(&c.CallTimeout, "redis-call-timeout", c.CallTimeout, "deadline of a Redis call when the request has none")
+	fs.DurationVar(&c.ReadTimeout, "redis-read-timeout", c.ReadTimeout, "socket read timeout per node")
+	fs.IntVar(&c.PoolSize, "redis-pool-size", c.PoolSize, "connections per Redis node")
+	fs.DurationVar(&c.HedgeMax, "redis-hedge-max", c.HedgeMax, "longest wait before a read is hedged to another node")
+	fs.Float64Var(&c.HedgeBudget, "redis-hedge-budget", c.HedgeBudget, "fraction of requests that may be hedged")
+	fs.DurationVar(&c.StallAfter, "redis-stall-after", c.StallAfter, "eject a node that answers nothing for this long while requests wait")
+	fs.IntVar(&c.PrimaryFallbackRate, "redis-primary-fallback-rate", c.PrimaryFallbackRate, "max reads/s per primary falling back from replicas (0 = no cap)")
+	return f
+}
+
+// Apply copies the parsed flag-only settings into c.
+func (f *Flags) Apply(c *Config) error {
+	c.Addrs = nil
+	for _, a := range strings.Split(f.addrs, ",") {
+		if a = strings.TrimSpace(a); a != "" {
+			c.Addrs = append(c.Addrs, a)
+		}
+	}
+	if !f.tlsOn {
+		return nil
+	}
+	t := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: f.tlsServerName, InsecureSkipVerify: f.tlsInsecureDev}
+	if f.tlsCA != "" {
+		pem, err := os.ReadFile(f.tlsCA)
+		if err != nil {
+			return fmt.Errorf("read --redis-tls-ca: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return fmt.Errorf("--redis-tls-ca %s holds no PEM certificate", f.tlsCA)
+		}
+		t.RootCAs = pool
+	}
+	c.TLS = t
+	return nil
+}
+
+// Validate reports every problem with c.
+func (c Config) Validate() error {
+	var errs []error
+	if len(c.Addrs) == 0 {
+		errs = append(errs, errors.New("at least one Redis seed address is needed (--redis-addrs)"))
+	}
+	for _, a := range c.Addrs {
+		if i := strings.LastIndexByte(a, ':'); i <= 0 || i == len(a)-1 {
+			errs = append(errs, fmt.Errorf("redis address %q must be host:port", a))
+		}
+	}
+	if _, err := ParsePolicy(string(c.Policy)); err != nil {
+		errs = append(errs, err)
+	}
+	positive := map[string]time.Duration{
+		"dial timeout": c.DialTimeout, "read timeout": c.ReadTimeout, "call timeout": c.CallTimeout,
+		"refresh interval": c.RefreshInterval, "refresh min interval": c.RefreshMinInterval,
+		"hedge min": c.HedgeMin, "hedge max": c.HedgeMax, "stall after": c.StallAfter, "probe interval": c.ProbeInterval,
+	}
+	for name, d := range positive {
+		if d <= 0 {
+			errs = append(errs, fmt.Errorf("%s must be positive, got %s", name, d))
+		}
+	}
+	if c.HedgeMin > c.HedgeMax {
+		errs = append(errs, fmt.Errorf("hedge min %s exceeds hedge max %s", c.HedgeMin, c.HedgeMax))
+	}
+	if c.PoolSize < 1 {
+		errs = append(errs, fmt.Errorf("pool size must be at least 1, got %d", c.PoolSize))
+	}
+	for name, f := range map[string]float64{"hedge budget": c.HedgeBudget, "retry budget": c.RetryBudget, "max ejected fraction": c.MaxEjectedFraction} {
+		if f < 0 || f > 1 {
+			errs = append(errs, fmt.Errorf("%s must be within [0, 1], got %g", name, f))
+		}
+	}
+	if c.HedgeFactor < 1 {
+		errs = append(errs, fmt.Errorf("hedge factor must be at least 1, got %g", c.HedgeFactor))
+	}
+	if c.ReadmitAfter < 1 {
+		errs = append(errs, fmt.Errorf("readmit after must be at least 1, got %d", c.ReadmitAfter))
+	}
+	if c.BudgetBurst < 0 || c.PrimaryFallbackRate < 0 {
+		errs = append(errs, errors.New("budget burst and primary fallback rate must not be negative"))
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,95 @@
+package redisroute
+
+import (
+	"context"
+	"errors"
+	"net"
+	"strings"
+	"syscall"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Errors a Result can carry (compare with errors.Is).
+var (
+	// ErrAmbiguous: a write's request may have reached Redis but no reply
+	// came back; it may or may not have been applied. It is not replayed.
+	ErrAmbiguous = errors.New("write outcome unknown: the request was sent but no reply arrived")
+	// ErrNoNode: the topology has no node for the key's slot.
+	ErrNoNode = errors.New("no Redis node serves this slot")
+	// ErrUnavailable: every node that could serve the command failed or is ejected.
+	ErrUnavailable = errors.New("no Redis node could serve the command")
+	// ErrLegacyPipelineFailed: legacy-2019 failed the whole pipeline because one command failed.
+	ErrLegacyPipelineFailed = errors.New("pipeline failed because one of its commands failed (legacy-2019 behaviour)")
+	// ErrClosed: the router is closed.
+	ErrClosed = errors.New("redis router is closed")
+	// ErrInvalidCommand: the command is malformed; it was not sent.
+	ErrInvalidCommand = errors.New("invalid command")
+)
+
+// class is what an error means for routing, the one place that decides
+// retries, redirects, ejections and refreshes.
+type class int
+
+const (
+	classOK        class = iota
+	classReply           // a Redis reply error about the command itself: final
+	classMoved           // MOVED: slot lives elsewhere; follow and refresh
+	classAsk             // ASK: slot migrating; ask the target once
+	classTryAgain        // TRYAGAIN: multi-key during migration; back off, same node
+	classClusterDn       // CLUSTERDOWN / MASTERDOWN: back off, refresh
+	classNotServed       // READONLY / LOADING: this node cannot serve it now; refresh, other node
+	classUnsent          // the request never left: dial failed, pool exhausted
+	classUnanswered      // sent (maybe), no reply: timeout, EOF, reset
+	classCanceled        // the caller's context ended
+)
+
+func classify(err error) class {
+	switch {
+	case err == nil, errors.Is(err, redis.Nil):
+		return classOK
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return classCanceled
+	}
+	if _, ok := redis.IsMovedError(err); ok {
+		return classMoved
+	}
+	if _, ok := redis.IsAskError(err); ok {
+		return classAsk
+	}
+	switch {
+	case redis.IsTryAgainError(err):
+		return classTryAgain
+	case redis.IsClusterDownError(err), redis.IsMasterDownError(err):
+		return classClusterDn
+	case redis.IsReadOnlyError(err), redis.IsLoadingError(err):
+		return classNotServed
+	}
+	var rerr redis.Error
+	if errors.As(err, &rerr) {
+		return classReply
+	}
+	if isUnsent(err) {
+		return classUnsent
+	}
+	return classUnanswered
+}
+
+// isUnsent reports errors raised before a request could have been written.
+func isUnsent(err error) bool {
+	var op *net.OpError
+	if errors.As(err, &op) && op.Op == "dial" {
+		return true
+	}
+	if errors.Is(err, syscall.ECONNREFUSED) {
+		return true
+	}
+	msg := err.Error()
+	return strings.Contains(msg, "connection pool timeout") || strings.Contains(msg, "pool: ") && strings.Contains(msg, "dial")
+}
+
+// nodeFault reports whether the error says the node itself is unwell (as
+// opposed to the command or the caller).
+func (c class) nodeFault() bool {
+	return c == classUnsent || c == classUnanswered
+}

@@ -1,0 +1,75 @@
+package redisroute
+
+import (
+	"errors"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// metrics are registered on the registry the router is given. Node labels
+// are bounded by the cluster's size; there is no per-key label.
+type metrics struct {
+	latency        *prometheus.HistogramVec
+	nodeErrors     *prometheus.CounterVec
+	ejections      *prometheus.CounterVec
+	ejected        *prometheus.GaugeVec
+	refreshes      *prometheus.CounterVec
+	refreshDeduped prometheus.Counter
+	hedges         *prometheus.CounterVec
+	retries        *prometheus.CounterVec
+	fallbacks      *prometheus.CounterVec
+	commands       *prometheus.CounterVec
+}
+
+type nodeMetrics struct {
+	latency prometheus.Observer
+}
+
+func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+	m := &metrics{
+		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "apollo_redis_node_latency_seconds", Help: "Round-trip time of successful requests (sub-pipelines) per node.",
+			Buckets: []float64{.0002, .0005, .001, .002, .005, .01, .025, .05, .1, .25, .5, 1},
+		}, []string{"node"}),
+		nodeErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "apollo_redis_node_errors_total", Help: "Failed requests per node, by kind (unsent, unanswered).",
+		}, []string{"node", "kind"}),
+		ejections: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "apollo_redis_node_ejections_total", Help: "Times a node was ejected from routing, by reason.",
+		}, []string{"node", "reason"}),
+		ejected: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "apollo_redis_node_ejected", Help: "1 while a node is ejected from routing.",
+		}, []string{"node"}),
+		refreshes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "apollo_redis_topology_refreshes_total", Help: "Topology refreshes, by reason and result.",
+		}, []string{"reason", "result"}),
+		refreshDeduped: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "apollo_redis_topology_refresh_requests_deduplicated_total", Help: "Refresh requests folded into one already pending.",
+		}),
+		hedges: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "apollo_redis_hedges_total", Help: "Hedged reads: sent, won (the hedge answered first), denied (budget).",
+		}, []string{"outcome"}),
+		retries: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "apollo_redis_retries_total", Help: "Retries: sent, or denied by the budget.",
+		}, []string{"outcome"}),
+		fallbacks: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "apollo_redis_read_fallbacks_total", Help: "Reads sent to a primary because no replica could serve them: sent, or shed by the primary's fallback cap.",
+		}, []string{"outcome"}),
+		commands: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "apollo_redis_commands_total", Help: "Commands by result: ok, error, ambiguous.",
+		}, []string{"result"}),
+	}
+	if reg == nil {
+		return m, nil
+	}
+	for _, c := range []prometheus.Collector{m.latency, m.nodeErrors, m.ejections, m.ejected, m.refreshes, m.refreshDeduped, m.hedges, m.retries, m.fallbacks, m.commands} {
+		if err := reg.Register(c); err != nil {
+			return nil, errors.Join(errors.New("register redisroute metrics"), err)
+		}
+	}
+	return m, nil
+}
+
+func (m *metrics) forNode(addr string) nodeMetrics {
+	return nodeMetrics{latency: m.latency.WithLabelValues(addr)}
+}

@@ -1,0 +1,97 @@
+package redisroute
+
+import (
+	"context"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"golang.org/x/time/rate"
+)
+
+// node is one Redis server as this process sees it: a connection pool and
+// the health we measure from our own traffic.
+type node struct {
+	addr   string
+	client *redis.Client
+	probe  *redis.Client // separate, tiny pool: probes never queue behind stuck requests
+
+	ejected      atomic.Bool
+	ewmaNanos    atomic.Int64 // recent round-trip time of a sub-batch
+	inflight     atomic.Int64
+	lastProgress atomic.Int64 // unix nanos of the last reply, or of going busy
+
+	fallback *rate.Limiter // reads falling back to this node while it is a primary
+	probeOK  int           // consecutive successful probes; touched only by the prober
+	m        nodeMetrics
+}
+
+func newNode(addr string, cfg Config, m *metrics) *node {
+	opt := &redis.Options{
+		Addr:                  addr,
+		Username:              cfg.Username,
+		Password:              cfg.Password,
+		TLSConfig:             cfg.TLS,
+		DialTimeout:           cfg.DialTimeout,
+		ReadTimeout:           cfg.ReadTimeout,
+		WriteTimeout:          cfg.ReadTimeout,
+		PoolSize:              cfg.PoolSize,
+		PoolTimeout:           cfg.CallTimeout,
+		MaxRetries:            -1, // retries are routing decisions, made here
+		DialerRetries:         1,
+		Protocol:              2,
+		ContextTimeoutEnabled: true, // a caller's deadline bounds the wait on the wire
+		DisableIdentity:       true,
+		// READONLY lets a replica serve reads for its slots; a primary ignores it.
+		OnConnect: func(ctx context.Context, cn *redis.Conn) error { return cn.ReadOnly(ctx).Err() },
+	}
+	probeOpt := *opt
+	probeOpt.PoolSize = 1
+	probeOpt.PipelinePoolSize = -1
+	n := &node{addr: addr, client: redis.NewClient(opt), probe: redis.NewClient(&probeOpt), m: m.forNode(addr)}
+	if cfg.PrimaryFallbackRate > 0 {
+		n.fallback = rate.NewLimiter(rate.Limit(cfg.PrimaryFallbackRate), max(cfg.PrimaryFallbackRate/10, 1))
+	}
+	n.ewmaNanos.Store(int64(time.Millisecond))
+	return n
+}
+
+func (n *node) close() {
+	n.client.Close()
+	n.probe.Close()
+}
+
+// begin marks a request in flight.
+func (n *node) begin(now time.Time) {
+	if n.inflight.Add(1) == 1 {
+		n.lastProgress.Store(now.UnixNano())
+	}
+}
+
+// end marks a request done. Only an answer (even an error reply) counts as
+// progress and as a latency sample.
+func (n *node) end(now time.Time, rtt time.Duration, answered bool) {
+	n.inflight.Add(-1)
+	if answered {
+		n.lastProgress.Store(now.UnixNano())
+		old := n.ewmaNanos.Load()
+		n.ewmaNanos.Store(old + (int64(rtt)-old)/8)
+		n.m.latency.Observe(rtt.Seconds())
+	}
+}
+
+// stalled reports a node that has requests waiting and has answered nothing
+// for at least d: the signature of a hung process.
+func (n *node) stalled(now time.Time, d time.Duration) bool {
+	return n.inflight.Load() > 0 && now.UnixNano()-n.lastProgress.Load() >= int64(d)
+}
+
+func (n *node) latency() time.Duration { return time.Duration(n.ewmaNanos.Load()) }
+
+// hedgeDelay is how long to wait for this node before asking another one.
+func (n *node) hedgeDelay(cfg Config) time.Duration {
+	d := time.Duration(float64(n.latency()) * cfg.HedgeFactor)
+	return min(max(d, cfg.HedgeMin), cfg.HedgeMax)
+}
+
+func (n *node) healthy() bool { return !n.ejected.Load() }

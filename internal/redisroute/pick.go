@@ -1,0 +1,86 @@
+package redisroute
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"time"
+)
+
+// errPrimaryCapped: the read would fall back to a primary that has used up
+// its fallback allowance.
+var errPrimaryCapped = fmt.Errorf("%w: the primary's fallback read cap is reached", ErrUnavailable)
+
+// pickRead chooses the node of shard s that serves n read commands,
+// skipping nodes in exclude. The policy decides the preference; health and
+// the primary's fallback cap decide what is allowed.
+func (r *Router) pickRead(s *shard, n int, exclude []*node) (*node, Via, error) {
+	usable := func(x *node) bool { return x.healthy() && !slices.Contains(exclude, x) }
+	switch r.cfg.Policy {
+	case Primary:
+		if usable(s.primary) {
+			return s.primary, ViaPreferred, nil
+		}
+		if x := r.pickReplica(s, usable); x != nil {
+			return x, ViaFallback, nil
+		}
+	case Nearest:
+		if x := nearest(s, usable); x != nil {
+			return x, ViaPreferred, nil
+		}
+	default: // ReplicaPreferred
+		if x := r.pickReplica(s, usable); x != nil {
+			return x, ViaPreferred, nil
+		}
+		if usable(s.primary) {
+			if s.primary.fallback != nil && !s.primary.fallback.AllowN(time.Now(), n) {
+				r.m.fallbacks.WithLabelValues("shed").Inc()
+				return nil, "", errPrimaryCapped
+			}
+			r.m.fallbacks.WithLabelValues("sent").Inc()
+			return s.primary, ViaFallback, nil
+		}
+	}
+	// Nothing healthy is left: a suspect node is better than no answer.
+	for _, x := range s.nodes() {
+		if !slices.Contains(exclude, x) {
+			return x, ViaFallback, nil
+		}
+	}
+	return nil, "", ErrUnavailable
+}
+
+// pickReplica spreads reads round-robin over the usable replicas.
+func (r *Router) pickReplica(s *shard, usable func(*node) bool) *node {
+	k := len(s.replicas)
+	if k == 0 {
+		return nil
+	}
+	start := int(s.rr.Add(1))
+	for i := 0; i < k; i++ {
+		if x := s.replicas[(start+i)%k]; usable(x) {
+			return x
+		}
+	}
+	return nil
+}
+
+// nearest picks the usable node with the lowest recent latency.
+func nearest(s *shard, usable func(*node) bool) *node {
+	var best *node
+	for _, x := range s.nodes() {
+		if usable(x) && (best == nil || x.latency() < best.latency()) {
+			best = x
+		}
+	}
+	return best
+}
+
+// pickLegacy reproduces go-redis v6 with ReadOnly: a random replica per
+// command, whatever its health.
+func pickLegacy(s *shard) *node {
+	if len(s.replicas) == 0 {
+		return s.primary
+	}
+	return s.replicas[rand.IntN(len(s.replicas))]
+}

@@ -1,0 +1,128 @@
+package redisroute
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Refresh reasons, used as metric labels.
+const (
+	refreshInitial   = "initial"
+	refreshPeriodic  = "periodic"
+	refreshMoved     = "moved"
+	refreshConnError = "conn_error"
+	refreshNotServed = "not_served" // READONLY, LOADING
+	refreshClusterDn = "clusterdown"
+	refreshNoNode    = "no_node"
+)
+
+// requestRefresh asks the refresher for a new topology. It never blocks:
+// while one request is pending, others are folded into it.
+func (r *Router) requestRefresh(reason string) {
+	if r.cfg.Policy == Legacy2019 {
+		return // the 2019 client only refreshed on its timer
+	}
+	select {
+	case r.refreshCh <- reason:
+	default:
+		r.m.refreshDeduped.Inc()
+	}
+}
+
+// refreshLoop owns topology refreshes: periodic, and on request, at most
+// once per RefreshMinInterval.
+func (r *Router) refreshLoop() {
+	defer r.wg.Done()
+	interval := r.cfg.RefreshInterval
+	if r.cfg.Policy == Legacy2019 {
+		interval = 60 * time.Second
+	}
+	tick := time.NewTicker(interval)
+	defer tick.Stop()
+	last := time.Now()
+	for {
+		reason := refreshPeriodic
+		select {
+		case <-r.stop:
+			return
+		case <-tick.C:
+		case reason = <-r.refreshCh:
+			if wait := r.cfg.RefreshMinInterval - time.Since(last); wait > 0 {
+				select {
+				case <-r.stop:
+					return
+				case <-time.After(wait):
+				}
+			}
+		}
+		last = time.Now()
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		err := r.refresh(ctx, reason)
+		cancel()
+		if err != nil {
+			r.log.Warn("redis topology refresh failed", "reason", reason, "err", err)
+		}
+	}
+}
+
+// refresh fetches CLUSTER SLOTS from healthy known nodes (then seeds) until
+// one answers, and installs the new topology.
+func (r *Router) refresh(ctx context.Context, reason string) error {
+	var errs []error
+	for _, n := range r.refreshCandidates() {
+		cctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+		slots, err := n.probe.ClusterSlots(cctx).Result()
+		cancel()
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", n.addr, err))
+			continue
+		}
+		t, err := buildTopology(slots, r.nodeFor)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", n.addr, err))
+			continue
+		}
+		r.topo.Store(t)
+		r.m.refreshes.WithLabelValues(reason, "ok").Inc()
+		return nil
+	}
+	r.m.refreshes.WithLabelValues(reason, "error").Inc()
+	return fmt.Errorf("no node answered CLUSTER SLOTS: %w", errors.Join(errs...))
+}
+
+// refreshCandidates lists healthy topology nodes first, then the rest, then seeds.
+func (r *Router) refreshCandidates() []*node {
+	var healthy, rest []*node
+	if t := r.topo.Load(); t != nil {
+		for _, n := range t.nodes {
+			if n.healthy() {
+				healthy = append(healthy, n)
+			} else {
+				rest = append(rest, n)
+			}
+		}
+	}
+	for _, a := range r.cfg.Addrs {
+		rest = append(rest, r.nodeFor(a))
+	}
+	// Rotate so that successive refreshes ask different nodes.
+	if len(healthy) > 1 {
+		k := int(r.refreshSeq.Add(1)) % len(healthy)
+		healthy = append(healthy[k:], healthy[:k]...)
+	}
+	return append(healthy, rest...)
+}
+
+// nodeFor returns the node for addr, creating it on first sight.
+func (r *Router) nodeFor(addr string) *node {
+	r.nodesMu.Lock()
+	defer r.nodesMu.Unlock()
+	if n, ok := r.nodes[addr]; ok {
+		return n
+	}
+	n := newNode(addr, r.cfg, r.m)
+	r.nodes[addr] = n
+	return n
+}

@@ -1,0 +1,163 @@
+package redisroute
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Router sends commands to a Redis Cluster. It is safe for concurrent use.
+// It owns three background goroutines (topology refresh, stall watchdog,
+// prober) and the in-flight requests; Close stops and waits for all of them.
+type Router struct {
+	cfg Config
+	log *slog.Logger
+	m   *metrics
+
+	topo       atomic.Pointer[topology]
+	refreshCh  chan string
+	refreshSeq atomic.Uint32
+
+	nodesMu sync.Mutex
+	nodes   map[string]*node
+
+	ejectMu sync.Mutex // serialises ejection and re-admission decisions
+
+	hedges  *budget
+	retries *budget
+
+	closed atomic.Bool
+	stop   chan struct{}
+	wg     sync.WaitGroup
+}
+
+// New connects to the cluster (one seed is enough), loads the slot table and
+// starts the background goroutines. Metrics go to reg (nil: not exported).
+func New(ctx context.Context, cfg Config, reg prometheus.Registerer, log *slog.Logger) (*Router, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("invalid redis config: %w", err)
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	m, err := newMetrics(reg)
+	if err != nil {
+		return nil, err
+	}
+	r := &Router{
+		cfg:       cfg,
+		log:       log,
+		m:         m,
+		refreshCh: make(chan string, 1),
+		nodes:     map[string]*node{},
+		hedges:    newBudget(cfg.HedgeBudget, cfg.BudgetBurst),
+		retries:   newBudget(cfg.RetryBudget, cfg.BudgetBurst),
+		stop:      make(chan struct{}),
+	}
+	if err := r.refresh(ctx, refreshInitial); err != nil {
+		r.closeNodes()
+		return nil, fmt.Errorf("connect to redis cluster %v: %w", cfg.Addrs, err)
+	}
+	r.wg.Add(1)
+	go r.refreshLoop()
+	if cfg.Policy != Legacy2019 {
+		r.wg.Add(2)
+		go r.watchdogLoop()
+		go r.probeLoop()
+	}
+	return r, nil
+}
+
+// Close stops the background goroutines, waits for in-flight requests
+// (bounded by the read timeout) and closes every connection.
+func (r *Router) Close() error {
+	if r.closed.Swap(true) {
+		return nil
+	}
+	close(r.stop)
+	r.wg.Wait()
+	r.closeNodes()
+	return nil
+}
+
+func (r *Router) closeNodes() {
+	r.nodesMu.Lock()
+	defer r.nodesMu.Unlock()
+	for _, n := range r.nodes {
+		n.close()
+	}
+}
+
+// Policy is the router's read policy.
+func (r *Router) Policy() Policy { return r.cfg.Policy }
+
+// Do runs one command.
+func (r *Router) Do(ctx context.Context, cmd Cmd) Result {
+	return r.Exec(ctx, []Cmd{cmd})[0]
+}
+
+// Exec runs cmds as pipelines (one per node) and returns one result per
+// command, in order. One command's failure never fails another's; use
+// Results.Err for all-or-nothing. Without a deadline on ctx, CallTimeout applies.
+func (r *Router) Exec(ctx context.Context, cmds []Cmd) Results {
+	res := make(Results, len(cmds))
+	if r.closed.Load() {
+		for i := range res {
+			res[i].Err = ErrClosed
+		}
+		return res
+	}
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, r.cfg.CallTimeout)
+		defer cancel()
+	}
+	c := &call{r: r, ctx: ctx, cmds: cmds, res: res, st: make([]cmdState, len(cmds)), left: len(cmds),
+		events: make(chan event, 8), done: make(chan struct{})}
+	for i, cmd := range cmds {
+		if err := cmd.validate(); err != nil {
+			c.finish(i, Result{Err: fmt.Errorf("%w: %w", ErrInvalidCommand, err)})
+		}
+	}
+	if c.left == 0 {
+		return res
+	}
+	if r.cfg.Policy == Legacy2019 {
+		r.execLegacy(c)
+		return res
+	}
+	c.run(r.topo.Load())
+	return res
+}
+
+// NodeStatus is a node as the router sees it.
+type NodeStatus struct {
+	Addr    string        `json:"addr"`
+	Role    string        `json:"role"` // primary or replica
+	Shard   int           `json:"shard"`
+	Healthy bool          `json:"healthy"`
+	Latency time.Duration `json:"latency_ns"`
+}
+
+// Nodes lists every node of the current topology.
+func (r *Router) Nodes() []NodeStatus {
+	var out []NodeStatus
+	for i, s := range r.topo.Load().shards {
+		for k, n := range s.nodes() {
+			role := "replica"
+			if k == 0 {
+				role = "primary"
+			}
+			out = append(out, NodeStatus{Addr: n.addr, Role: role, Shard: i, Healthy: n.healthy(), Latency: n.latency()})
+		}
+	}
+	return out
+}
+
+// Refresh reloads the topology now (for tests and admin tools).
+func (r *Router) Refresh(ctx context.Context) error { return r.refresh(ctx, "manual") }
