@@ -233,11 +233,11 @@ func (c *call) onHedge(a *attempt) {
 		return
 	}
 	if !c.r.hedges.withdraw() {
-		c.r.m.hedges.WithLabelValues("denied").Inc()
+		c.r.m.hedges.WithLabelValues("denied").Add(float64(len(open)))
 		return
 	}
 	a.hedged = true
-	c.r.m.hedges.WithLabelValues("sent").Inc()
+	c.r.m.hedges.WithLabelValues("sent").Add(float64(len(open)))
 	c.launch(&attempt{node: n, idx: open, via: ViaHedge})
 }
 

@@ -32,16 +32,16 @@ var (
 type class int
 
 const (
-	classOK        class = iota
-	classReply           // a Redis reply error about the command itself: final
-	classMoved           // MOVED: slot lives elsewhere; follow and refresh
-	classAsk             // ASK: slot migrating; ask the target once
-	classTryAgain        // TRYAGAIN: multi-key during migration; back off, same node
-	classClusterDn       // CLUSTERDOWN / MASTERDOWN: back off, refresh
-	classNotServed       // READONLY / LOADING: this node cannot serve it now; refresh, other node
-	classUnsent          // the request never left: dial failed, pool exhausted
-	classUnanswered      // sent (maybe), no reply: timeout, EOF, reset
-	classCanceled        // the caller's context ended
+	classOK         class = iota
+	classReply            // a Redis reply error about the command itself: final
+	classMoved            // MOVED: slot lives elsewhere; follow and refresh
+	classAsk              // ASK: slot migrating; ask the target once
+	classTryAgain         // TRYAGAIN: multi-key during migration; back off, same node
+	classClusterDn        // CLUSTERDOWN / MASTERDOWN: back off, refresh
+	classNotServed        // READONLY / LOADING: this node cannot serve it now; refresh, other node
+	classUnsent           // the request never left: dial failed, pool exhausted
+	classUnanswered       // sent (maybe), no reply: timeout, EOF, reset
+	classCanceled         // the caller's context ended
 )
 
 func classify(err error) class {

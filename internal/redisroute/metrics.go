@@ -47,7 +47,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "apollo_redis_topology_refresh_requests_deduplicated_total", Help: "Refresh requests folded into one already pending.",
 		}),
 		hedges: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "apollo_redis_hedges_total", Help: "Hedged reads: sent, won (the hedge answered first), denied (budget).",
+			Name: "apollo_redis_hedges_total", Help: "Read commands hedged to a second node: sent, won (the hedge answered first), denied (budget).",
 		}, []string{"outcome"}),
 		retries: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "apollo_redis_retries_total", Help: "Retries: sent, or denied by the budget.",

@@ -105,7 +105,7 @@ func TestOneBadCommandDoesNotFailItsNeighbours(t *testing.T) {
 		redisroute.Write("SET", "a", "1"),
 		redisroute.Write("HSET", "a", "f", "v"), // WRONGTYPE
 		redisroute.Write("SET", "b", "2"),
-		{Args: []any{"GET"}},                       // no key: rejected before sending
+		{Args: []any{"GET"}},                        // no key: rejected before sending
 		redisroute.Write("NOSUCHCOMMAND", "c", "x"), // a Redis error reply
 	})
 	if res[0].Err != nil || res[2].Err != nil {
