@@ -1,0 +1,131 @@
+package driver
+
+import (
+	"fmt"
+	"slices"
+	"time"
+)
+
+// Transition is an event with the data it needs.
+type Transition struct {
+	Event     Event
+	BookingID string    // every event but go_online and go_offline: the booking concerned
+	Until     time.Time // reserve: when the reservation lapses; must be after now
+	Services  []string  // go_online: the services offered (see ValidateServices)
+}
+
+// target is the state machine: the status each legal (from, event) pair
+// leads to. Everything not listed is illegal.
+func target(from Status, ev Event) (Status, bool) {
+	switch {
+	case from == StatusOffline && ev == EventGoOnline:
+		return StatusAvailable, true
+	case from == StatusAvailable && ev == EventGoOffline:
+		return StatusOffline, true
+	case from == StatusAvailable && ev == EventReserve:
+		return StatusReserved, true
+	case from == StatusReserved && ev == EventAccept:
+		return StatusReserved, true
+	case from == StatusReserved && (ev == EventDecline || ev == EventExpire):
+		return StatusAvailable, true
+	case from == StatusReserved && ev == EventStartTrip:
+		return StatusOnTrip, true
+	case from == StatusOnTrip && ev == EventEndTrip:
+		return StatusAvailable, true
+	}
+	return "", false
+}
+
+// Apply returns d after tr at time now, with Version incremented, or an
+// error if tr is not allowed, checked in this order:
+//   - *InvalidArgumentError (ErrInvalidArgument) when d.Status or tr.Event
+//     is not a known value;
+//   - *TransitionError (ErrIllegalTransition) when the state machine has no
+//     such move from d.Status;
+//   - ErrWrongBooking when a booking event names a booking d does not hold;
+//   - the event's own preconditions: *TransitionError for accepting twice or
+//     starting an unaccepted trip, ErrReservationExpired,
+//     ErrReservationNotExpired, and *InvalidArgumentError for malformed data
+//     (ErrInvalidServices for go_online).
+//
+// Apply never modifies d, and the result does not share d's or tr's slices.
+func Apply(d Driver, tr Transition, now time.Time) (Driver, error) {
+	if _, err := ParseStatus(string(d.Status)); err != nil {
+		return d, err
+	}
+	if _, err := ParseEvent(string(tr.Event)); err != nil {
+		return d, err
+	}
+	to, ok := target(d.Status, tr.Event)
+	if !ok {
+		return d, &TransitionError{From: d.Status, Event: tr.Event, Reason: "not allowed"}
+	}
+	// An empty ID never matches, even a corrupt driver with no booking.
+	if tr.Event.bookingScoped() && (tr.BookingID == "" || tr.BookingID != d.BookingID) {
+		// Do not echo the held booking: the caller may not own it.
+		return d, fmt.Errorf("driver: %s for booking %.64q, which the driver does not hold: %w",
+			tr.Event, tr.BookingID, ErrWrongBooking)
+	}
+	if err := checkPreconditions(d, tr, now); err != nil {
+		return d, err
+	}
+
+	next := d
+	next.Status = to
+	next.Version++
+	switch tr.Event {
+	case EventGoOnline:
+		next.Services = slices.Clone(tr.Services)
+	case EventReserve:
+		next.BookingID, next.ReservedUntil, next.Accepted = tr.BookingID, tr.Until, false
+	case EventAccept:
+		next.Accepted = true
+	case EventStartTrip:
+		// A trip does not lapse; the reservation fields are done with.
+		next.ReservedUntil, next.Accepted = time.Time{}, false
+	}
+	if to == StatusOffline || to == StatusAvailable {
+		next.BookingID, next.ReservedUntil, next.Accepted = "", time.Time{}, false
+	}
+	return next, nil
+}
+
+// checkPreconditions checks what a legal move needs beyond its (status,
+// event) pair.
+func checkPreconditions(d Driver, tr Transition, now time.Time) error {
+	switch tr.Event {
+	case EventGoOnline:
+		return ValidateServices(tr.Services)
+	case EventReserve:
+		if err := validateID("booking_id", tr.BookingID); err != nil {
+			return err
+		}
+		if !tr.Until.After(now) {
+			return invalidArg("until", "must be after now")
+		}
+	case EventAccept:
+		if d.Accepted {
+			return &TransitionError{From: d.Status, Event: tr.Event, Reason: "reservation already accepted"}
+		}
+		return checkNotLapsed(d, tr, now)
+	case EventStartTrip:
+		if !d.Accepted {
+			return &TransitionError{From: d.Status, Event: tr.Event, Reason: "reservation not accepted"}
+		}
+		return checkNotLapsed(d, tr, now)
+	case EventExpire:
+		if now.Before(d.ReservedUntil) {
+			return fmt.Errorf("driver: cannot expire booking %.64q before %s: %w",
+				tr.BookingID, d.ReservedUntil.Format(time.RFC3339Nano), ErrReservationNotExpired)
+		}
+	}
+	return nil
+}
+
+func checkNotLapsed(d Driver, tr Transition, now time.Time) error {
+	if !now.Before(d.ReservedUntil) {
+		return fmt.Errorf("driver: cannot %s booking %.64q: reservation lapsed at %s: %w",
+			tr.Event, tr.BookingID, d.ReservedUntil.Format(time.RFC3339Nano), ErrReservationExpired)
+	}
+	return nil
+}
