@@ -18,6 +18,7 @@ type attempt struct {
 	// Filled by the sending goroutine before it reports back.
 	replies []redis.Cmder
 	rtt     time.Duration
+	acked   int64 // replicas that acknowledged the writes (WAIT), when asked
 }
 
 // send runs the attempt on its node and records what it says about the
@@ -34,9 +35,18 @@ func (r *Router) send(ctx context.Context, a *attempt, cmds []Cmd) {
 		a.replies[k] = c
 		pipe.Process(ctx, c)
 	}
+	var wait *redis.IntCmd
+	if acks := maxAcks(a.idx, cmds); acks > 0 {
+		// WAIT covers every write sent before it on this connection.
+		wait = redis.NewIntCmd(ctx, "wait", acks, r.cfg.AckTimeout.Milliseconds())
+		pipe.Process(ctx, wait)
+	}
 	start := time.Now()
 	a.node.begin(start)
 	_, err := pipe.Exec(ctx)
+	if wait != nil {
+		a.acked = wait.Val()
+	}
 	end := time.Now()
 	a.rtt = end.Sub(start)
 	cl := classify(batchErr(err, a.replies))
@@ -44,6 +54,14 @@ func (r *Router) send(ctx context.Context, a *attempt, cmds []Cmd) {
 	if cl.nodeFault() {
 		r.nodeFailed(a.node, cl, err)
 	}
+}
+
+func maxAcks(idx []int, cmds []Cmd) int {
+	m := 0
+	for _, i := range idx {
+		m = max(m, cmds[i].Acks)
+	}
+	return m
 }
 
 // batchErr is the error that hit the whole sub-pipeline, if any: a

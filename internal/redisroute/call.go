@@ -166,6 +166,16 @@ func containsNode(ns []*node, n *node) bool {
 	return false
 }
 
+func removeNode(ns []*node, n *node) []*node {
+	out := ns[:0]
+	for _, x := range ns {
+		if x != n {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
 func (c *call) launch(a *attempt) {
 	for _, i := range a.idx {
 		st := &c.st[i]
@@ -260,7 +270,11 @@ func (c *call) onDone(a *attempt) {
 		write := c.cmds[i].Write
 		switch cl {
 		case classOK:
-			c.finish(i, Result{Val: value(a.replies[k]), Node: a.node.addr, Via: a.via})
+			res := Result{Val: value(a.replies[k]), Node: a.node.addr, Via: a.via}
+			if need := c.cmds[i].Acks; write && int(a.acked) < need {
+				res.Err = fmt.Errorf("%w: %d of %d replicas acknowledged within %s", ErrUnconfirmed, a.acked, need, c.r.cfg.AckTimeout)
+			}
+			c.finish(i, res)
 		case classReply:
 			c.finish(i, Result{Err: st.lastErr, Node: a.node.addr, Via: a.via})
 		case classMoved, classAsk:
@@ -271,6 +285,7 @@ func (c *call) onDone(a *attempt) {
 				c.r.requestRefresh(refreshMoved)
 			}
 			st.sent = false // a redirect reply means it did not run here
+			st.tried = removeNode(st.tried, a.node)
 			if st.redirects++; st.redirects > maxRedirects || !validAddr(addr) {
 				c.finishErr(i, st.lastErr)
 			} else if cl == classAsk {
@@ -280,8 +295,13 @@ func (c *call) onDone(a *attempt) {
 			}
 		case classTryAgain, classClusterDn, classNotServed:
 			// Not executed: safe for reads and writes alike. Let the topology
-			// catch up, then route again.
+			// catch up, then route again. Only LOADING/READONLY say something
+			// about this node; the others are cluster-wide states, so the node
+			// stays a candidate.
 			st.sent = false
+			if cl != classNotServed {
+				st.tried = removeNode(st.tried, a.node)
+			}
 			if cl != classTryAgain {
 				c.r.requestRefresh(refreshNotServed)
 			}
@@ -363,6 +383,8 @@ func (c *call) finish(i int, res Result) {
 		}
 	case errors.Is(res.Err, ErrAmbiguous):
 		c.r.m.commands.WithLabelValues("ambiguous").Inc()
+	case errors.Is(res.Err, ErrUnconfirmed):
+		c.r.m.commands.WithLabelValues("unconfirmed").Inc()
 	default:
 		c.r.m.commands.WithLabelValues("error").Inc()
 	}

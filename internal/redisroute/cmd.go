@@ -15,6 +15,9 @@ type Cmd struct {
 	// are never replayed once they may have run. Reads are idempotent: they
 	// may be hedged or retried on any node of the shard.
 	Write bool
+	// Acks, for a write, is how many replicas must acknowledge it (WAIT)
+	// before it is reported as done; fewer gives ErrUnconfirmed.
+	Acks int
 }
 
 // Read returns an idempotent read command whose key is its first argument.
@@ -41,6 +44,9 @@ func (c Cmd) validate() error {
 	}
 	if c.name() == "" {
 		return fmt.Errorf("command name must be a non-empty string, got %v", c.Args[0])
+	}
+	if c.Acks < 0 || c.Acks > 0 && !c.Write {
+		return fmt.Errorf("%s: acks need a write and must not be negative, got %d", c.name(), c.Acks)
 	}
 	if c.Key == "" {
 		return fmt.Errorf("%s: a routing key is required", c.name())

@@ -81,6 +81,8 @@ type Config struct {
 	ReadTimeout time.Duration
 	// CallTimeout is the deadline of a call whose context has none.
 	CallTimeout time.Duration
+	// AckTimeout bounds the WAIT for replica acknowledgements of writes that ask for them.
+	AckTimeout time.Duration
 	// PoolSize is the number of connections per node.
 	PoolSize int
 
@@ -124,6 +126,7 @@ func DefaultConfig() Config {
 		DialTimeout:         250 * time.Millisecond,
 		ReadTimeout:         time.Second,
 		CallTimeout:         time.Second,
+		AckTimeout:          250 * time.Millisecond,
 		PoolSize:            32,
 		RefreshInterval:     5 * time.Second,
 		RefreshMinInterval:  200 * time.Millisecond,
@@ -216,7 +219,7 @@ func (c Config) Validate() error {
 	positive := map[string]time.Duration{
 		"dial timeout": c.DialTimeout, "read timeout": c.ReadTimeout, "call timeout": c.CallTimeout,
 		"refresh interval": c.RefreshInterval, "refresh min interval": c.RefreshMinInterval,
-		"hedge min": c.HedgeMin, "hedge max": c.HedgeMax, "stall after": c.StallAfter, "probe interval": c.ProbeInterval,
+		"ack timeout": c.AckTimeout, "hedge min": c.HedgeMin, "hedge max": c.HedgeMax, "stall after": c.StallAfter, "probe interval": c.ProbeInterval,
 	}
 	for name, d := range positive {
 		if d <= 0 {

@@ -15,6 +15,9 @@ var (
 	// ErrAmbiguous: a write's request may have reached Redis but no reply
 	// came back; it may or may not have been applied. It is not replayed.
 	ErrAmbiguous = errors.New("write outcome unknown: the request was sent but no reply arrived")
+	// ErrUnconfirmed: the primary applied the write but fewer replicas than
+	// asked acknowledged it in time, so a failover could still lose it.
+	ErrUnconfirmed = errors.New("write applied on the primary but not confirmed by enough replicas")
 	// ErrNoNode: the topology has no node for the key's slot.
 	ErrNoNode = errors.New("no Redis node serves this slot")
 	// ErrUnavailable: every node that could serve the command failed or is ejected.

@@ -56,7 +56,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "apollo_redis_read_fallbacks_total", Help: "Reads sent to a primary because no replica could serve them: sent, or shed by the primary's fallback cap.",
 		}, []string{"outcome"}),
 		commands: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "apollo_redis_commands_total", Help: "Commands by result: ok, error, ambiguous.",
+			Name: "apollo_redis_commands_total", Help: "Commands by result: ok, error, ambiguous (a write that may have run), unconfirmed (a write not acknowledged by enough replicas).",
 		}, []string{"result"}),
 	}
 	if reg == nil {

@@ -86,6 +86,7 @@ func (r *Router) refresh(ctx context.Context, reason string) error {
 		}
 		r.topo.Store(t)
 		r.m.refreshes.WithLabelValues(reason, "ok").Inc()
+		r.log.Debug("redis topology refreshed", "reason", reason, "from", n.addr, "shards", t.String())
 		return nil
 	}
 	r.m.refreshes.WithLabelValues(reason, "error").Inc()

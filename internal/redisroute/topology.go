@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"strconv"
+	"strings"
 	"sync/atomic"
 
 	"github.com/redis/go-redis/v9"
@@ -37,6 +38,29 @@ type topology struct {
 	slots  [numSlots]*shard
 	shards []*shard
 	nodes  []*node
+}
+
+// String lists the shards as "primary>replica,replica; ...", marking ejected nodes with "!".
+func (t *topology) String() string {
+	var b strings.Builder
+	for i, s := range t.shards {
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		for k, n := range s.nodes() {
+			switch {
+			case k == 1:
+				b.WriteString(">")
+			case k > 1:
+				b.WriteString(",")
+			}
+			b.WriteString(n.addr)
+			if !n.healthy() {
+				b.WriteString("!")
+			}
+		}
+	}
+	return b.String()
 }
 
 func (t *topology) shardOf(n *node) *shard {
