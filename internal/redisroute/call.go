@@ -284,6 +284,7 @@ func (c *call) onDone(a *attempt) {
 			} else {
 				c.r.requestRefresh(refreshMoved)
 			}
+			c.r.migratingUntil.Store(time.Now().Add(c.r.cfg.MigrationGrace).UnixNano())
 			st.sent = false // a redirect reply means it did not run here
 			st.tried = removeNode(st.tried, a.node)
 			if st.redirects++; st.redirects > maxRedirects || !validAddr(addr) {

@@ -113,6 +113,11 @@ type Config struct {
 	// MaxEjectedFraction caps the fraction of nodes ejected at once.
 	MaxEjectedFraction float64
 
+	// MigrationGrace is how long reads go to primaries after a MOVED or ASK
+	// reply: replicas cannot see a slot migration and may answer "missing"
+	// for keys that already moved.
+	MigrationGrace time.Duration
+
 	// PrimaryFallbackRate caps, per primary, the read commands per second
 	// that fall back to it from replicas, so a failing replica cannot move
 	// unbounded load onto its primary. Burst is a tenth of it. 0 = no cap.
@@ -141,6 +146,7 @@ func DefaultConfig() Config {
 		ReadmitAfter:        3,
 		MaxEjectedFraction:  0.34,
 		PrimaryFallbackRate: 50000,
+		MigrationGrace:      10 * time.Second,
 	}
 }
 
@@ -242,6 +248,9 @@ func (c Config) Validate() error {
 	}
 	if c.ReadmitAfter < 1 {
 		errs = append(errs, fmt.Errorf("readmit after must be at least 1, got %d", c.ReadmitAfter))
+	}
+	if c.MigrationGrace < 0 {
+		errs = append(errs, fmt.Errorf("migration grace must not be negative, got %s", c.MigrationGrace))
 	}
 	if c.BudgetBurst < 0 || c.PrimaryFallbackRate < 0 {
 		errs = append(errs, errors.New("budget burst and primary fallback rate must not be negative"))

@@ -16,7 +16,11 @@ var errPrimaryCapped = fmt.Errorf("%w: the primary's fallback read cap is reache
 // the primary's fallback cap decide what is allowed.
 func (r *Router) pickRead(s *shard, n int, exclude []*node) (*node, Via, error) {
 	usable := func(x *node) bool { return x.healthy() && !slices.Contains(exclude, x) }
-	switch r.cfg.Policy {
+	policy := r.cfg.Policy
+	if time.Now().UnixNano() < r.migratingUntil.Load() {
+		policy = Primary
+	}
+	switch policy {
 	case Primary:
 		if usable(s.primary) {
 			return s.primary, ViaPreferred, nil

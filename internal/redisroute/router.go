@@ -31,6 +31,11 @@ type Router struct {
 	hedges  *budget
 	retries *budget
 
+	// migratingUntil (unix nanos): while slots move, replicas may answer
+	// "missing" for keys already moved (they do not know a slot is
+	// migrating), so reads go to primaries, which answer ASK instead.
+	migratingUntil atomic.Int64
+
 	closed atomic.Bool
 	stop   chan struct{}
 	wg     sync.WaitGroup
