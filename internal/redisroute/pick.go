@@ -38,10 +38,10 @@ func (r *Router) pickRead(s *shard, n int, exclude []*node) (*node, Via, error) 
 		}
 		if usable(s.primary) {
 			if s.primary.fallback != nil && !s.primary.fallback.AllowN(time.Now(), n) {
-				r.m.fallbacks.WithLabelValues("shed").Inc()
+				r.m.fallbacks.WithLabelValues("shed").Add(float64(n))
 				return nil, "", errPrimaryCapped
 			}
-			r.m.fallbacks.WithLabelValues("sent").Inc()
+			r.m.fallbacks.WithLabelValues("sent").Add(float64(n))
 			return s.primary, ViaFallback, nil
 		}
 	}
