@@ -99,8 +99,8 @@ func (c *call) open(idx []int) []int {
 // shard per dispatch, so a call touches as few nodes as possible).
 func (c *call) dispatch(t *topology, idx []int, via Via) {
 	type group struct {
-		s     *shard
-		write bool
+		s            *shard
+		write, fresh bool
 	}
 	groups := map[group][]int{}
 	var order []group
@@ -111,7 +111,7 @@ func (c *call) dispatch(t *topology, idx []int, via Via) {
 			c.finish(i, Result{Err: ErrNoNode})
 			continue
 		}
-		g := group{s, c.cmds[i].Write}
+		g := group{s, c.cmds[i].Write, c.cmds[i].Fresh && via != ViaRetry}
 		if _, ok := groups[g]; !ok {
 			order = append(order, g)
 		}
@@ -120,6 +120,10 @@ func (c *call) dispatch(t *topology, idx []int, via Via) {
 	for _, g := range order {
 		members := groups[g]
 		if g.write {
+			c.launch(&attempt{node: g.s.primary, idx: members, via: via})
+			continue
+		}
+		if g.fresh && g.s.primary.healthy() {
 			c.launch(&attempt{node: g.s.primary, idx: members, via: via})
 			continue
 		}

@@ -15,6 +15,10 @@ type Cmd struct {
 	// are never replayed once they may have run. Reads are idempotent: they
 	// may be hedged or retried on any node of the shard.
 	Write bool
+	// Fresh, for a read, sends it to the primary: read-your-writes, for a
+	// read-modify-write that must see the latest version. It is still
+	// retried on a replica if the primary does not answer.
+	Fresh bool
 	// Acks, for a write, is how many replicas must acknowledge it (WAIT)
 	// before it is reported as done; fewer gives ErrUnconfirmed.
 	Acks int

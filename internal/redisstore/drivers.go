@@ -1,0 +1,79 @@
+package redisstore
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/apollo-platform/apollo/internal/driver"
+	"github.com/apollo-platform/apollo/internal/redisroute"
+)
+
+func readDriver(id string, fresh bool) redisroute.Cmd {
+	c := redisroute.Read("HMGET", driverKey(id), driverFields...)
+	c.Fresh = fresh
+	return c
+}
+
+// Get reads one driver (from a replica, per the router's read policy).
+func (s *Drivers) Get(ctx context.Context, id string) (driver.Driver, error) {
+	d, _, err := s.get(ctx, id, false)
+	return d, err
+}
+
+func (s *Drivers) get(ctx context.Context, id string, fresh bool) (driver.Driver, string, error) {
+	if err := driver.ValidateID(id); err != nil {
+		return driver.Driver{}, "", err
+	}
+	res := s.r.Exec(ctx, []redisroute.Cmd{readDriver(id, fresh)})[0]
+	if res.Err != nil {
+		return driver.Driver{}, "", storeErr(res.Err)
+	}
+	d, cell, found, err := decodeDriver(res.Val)
+	if err != nil {
+		return d, "", err
+	}
+	if !found {
+		return d, "", fmt.Errorf("driver %s: %w", id, ErrNotFound)
+	}
+	return d, cell, nil
+}
+
+// BatchGet is the call of the 2019 incident: one pipeline of HMGET, one per
+// driver, through the router's read policy. Each driver has its own
+// outcome, so a failed node costs only the drivers it could not serve.
+// Duplicate ids are read once.
+func (s *Drivers) BatchGet(ctx context.Context, ids []string) (Batch, error) {
+	var b Batch
+	uniq := make([]string, 0, len(ids))
+	seen := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		if err := driver.ValidateID(id); err != nil {
+			return b, err
+		}
+		if !seen[id] {
+			seen[id] = true
+			uniq = append(uniq, id)
+		}
+	}
+	cmds := make([]redisroute.Cmd, len(uniq))
+	for i, id := range uniq {
+		cmds[i] = readDriver(id, false)
+	}
+	for i, res := range s.r.Exec(ctx, cmds) {
+		id := uniq[i]
+		if res.Err != nil {
+			b.Failed = append(b.Failed, Failure{ID: id, Err: storeErr(res.Err)})
+			continue
+		}
+		d, _, found, err := decodeDriver(res.Val)
+		switch {
+		case err != nil:
+			b.Failed = append(b.Failed, Failure{ID: id, Err: err})
+		case !found:
+			b.Missing = append(b.Missing, id)
+		default:
+			b.Drivers = append(b.Drivers, d)
+		}
+	}
+	return b, nil
+}

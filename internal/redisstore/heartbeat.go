@@ -1,0 +1,53 @@
+package redisstore
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/apollo-platform/apollo/internal/driver"
+	"github.com/apollo-platform/apollo/internal/geocell"
+	"github.com/apollo-platform/apollo/internal/redisroute"
+)
+
+// Heartbeat records a driver's location at now and keeps the geo index in
+// step: the driver is added to its cell's set and, when it crossed into a
+// new cell, removed from the old one. The hash and the index live on
+// different slots, so the index is updated after the hash; a lost index
+// write leaves the driver unfindable for at most one heartbeat interval.
+func (s *Drivers) Heartbeat(ctx context.Context, id string, loc driver.Location, now time.Time) (driver.Driver, error) {
+	if err := driver.ValidateID(id); err != nil {
+		return driver.Driver{}, err
+	}
+	if err := driver.ValidateLocation(loc.Lat, loc.Lng); err != nil {
+		return driver.Driver{}, err
+	}
+	c, err := geocell.Of(loc.Lat, loc.Lng, s.cfg.GeoCellBits)
+	if err != nil {
+		return driver.Driver{}, err
+	}
+	cell := c.String()
+	lat, lng := strconv.FormatFloat(loc.Lat, 'f', -1, 64), strconv.FormatFloat(loc.Lng, 'f', -1, 64)
+	res := s.heartbeat.run(ctx, s.r, driverKey(id), id, lat, lng, now.UnixMilli(), cell)
+	if res.Err != nil {
+		return driver.Driver{}, storeErr(res.Err)
+	}
+	reply, ok := res.Val.([]any)
+	if !ok || len(reply) != 2 {
+		return driver.Driver{}, fmt.Errorf("heartbeat script: unexpected reply %v", res.Val)
+	}
+	applied, _ := reply[0].(int64)
+	oldCell, _ := reply[1].(string)
+	if applied == 1 {
+		index := []redisroute.Cmd{redisroute.Write("GEOADD", geoKey(cell), lng, lat, id)}
+		if oldCell != "" && oldCell != cell {
+			index = append(index, redisroute.Write("ZREM", geoKey(oldCell), id))
+		}
+		if err := s.r.Exec(ctx, index).Err(); err != nil {
+			return driver.Driver{}, storeErr(err)
+		}
+	}
+	d, _, err := s.get(ctx, id, true)
+	return d, err
+}

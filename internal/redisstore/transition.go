@@ -1,0 +1,66 @@
+package redisstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/apollo-platform/apollo/internal/driver"
+	"github.com/apollo-platform/apollo/internal/redisroute"
+)
+
+// Apply runs a driver event: read the driver from its primary, apply the
+// pure domain transition, and write it back with a compare-and-set on the
+// version in one Lua script. If the driver changed in between, it starts
+// over (up to CASAttempts), so concurrent events serialise and a driver is
+// never reserved by two bookings. An empty tr.BookingID means the driver's
+// current booking. go_online creates a driver never seen before.
+func (s *Drivers) Apply(ctx context.Context, id string, tr driver.Transition, now time.Time) (driver.Driver, error) {
+	for attempt := 0; attempt < s.cfg.CASAttempts; attempt++ {
+		d, cell, err := s.get(ctx, id, true)
+		if errors.Is(err, ErrNotFound) && tr.Event == driver.EventGoOnline {
+			d, err = driver.Driver{ID: id, Status: driver.StatusOffline}, nil
+		}
+		if err != nil {
+			return driver.Driver{}, err
+		}
+		if tr.BookingID == "" {
+			tr.BookingID = d.BookingID
+		}
+		next, err := driver.Apply(d, tr, now)
+		if err != nil {
+			return d, err
+		}
+		ok, err := s.compareAndSet(ctx, d, next)
+		if err != nil {
+			return driver.Driver{}, err
+		}
+		if ok {
+			s.afterTransition(ctx, next, cell)
+			return next, nil
+		}
+	}
+	return driver.Driver{}, fmt.Errorf("driver %s: %w", id, ErrConflict)
+}
+
+func (s *Drivers) compareAndSet(ctx context.Context, old, next driver.Driver) (bool, error) {
+	res := s.cas.run(ctx, s.r, driverKey(old.ID), append([]any{old.Version}, stateFields(next)...)...)
+	if res.Err != nil {
+		return false, storeErr(res.Err)
+	}
+	reply, ok := res.Val.([]any)
+	if !ok || len(reply) != 2 {
+		return false, fmt.Errorf("cas script: unexpected reply %v", res.Val)
+	}
+	applied, _ := reply[0].(int64)
+	return applied == 1, nil
+}
+
+// afterTransition drops a driver who went offline from the geo index.
+// Best effort: nearby search filters on the driver's own record anyway.
+func (s *Drivers) afterTransition(ctx context.Context, d driver.Driver, cell string) {
+	if d.Status == driver.StatusOffline && cell != "" {
+		s.r.Exec(ctx, []redisroute.Cmd{redisroute.Write("ZREM", geoKey(cell), d.ID)})
+	}
+}
