@@ -93,4 +93,3 @@ func geoMembers(v any) []string {
 	}
 	return out
 }
-
