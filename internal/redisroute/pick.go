@@ -11,13 +11,24 @@ import (
 // its fallback allowance.
 var errPrimaryCapped = fmt.Errorf("%w: the primary's fallback read cap is reached", ErrUnavailable)
 
+// errPrimaryStalled: a write was not sent because its primary is not answering.
+var errPrimaryStalled = fmt.Errorf("%w: the primary is not answering; the write was not sent", ErrUnavailable)
+
+// errShardStalled: every node of the shard was tried or is hung.
+var errShardStalled = fmt.Errorf("%w: every node of the shard failed or is not answering", ErrUnavailable)
+
 // pickRead chooses the node of shard s that serves n read commands,
 // skipping nodes in exclude. The policy decides the preference; health and
 // the primary's fallback cap decide what is allowed.
 func (r *Router) pickRead(s *shard, n int, exclude []*node) (*node, Via, error) {
-	usable := func(x *node) bool { return x.healthy() && !slices.Contains(exclude, x) }
+	now := time.Now()
+	// A stalled node (requests waiting, nothing answered) is never chosen,
+	// even when it is too important to eject: a request sent to it would
+	// only wait for its deadline. Failing fast is the better answer.
+	open := func(x *node) bool { return !slices.Contains(exclude, x) && !x.stalled(now, r.cfg.StallAfter) }
+	usable := func(x *node) bool { return x.healthy() && open(x) }
 	policy := r.cfg.Policy
-	if time.Now().UnixNano() < r.migratingUntil.Load() {
+	if now.UnixNano() < r.migratingUntil.Load() {
 		policy = Primary
 	}
 	switch policy {
@@ -37,7 +48,7 @@ func (r *Router) pickRead(s *shard, n int, exclude []*node) (*node, Via, error) 
 			return x, ViaPreferred, nil
 		}
 		if usable(s.primary) {
-			if s.primary.fallback != nil && !s.primary.fallback.AllowN(time.Now(), n) {
+			if s.primary.fallback != nil && !s.primary.fallback.AllowN(now, n) {
 				r.m.fallbacks.WithLabelValues("shed").Add(float64(n))
 				return nil, "", errPrimaryCapped
 			}
@@ -45,13 +56,14 @@ func (r *Router) pickRead(s *shard, n int, exclude []*node) (*node, Via, error) 
 			return s.primary, ViaFallback, nil
 		}
 	}
-	// Nothing healthy is left: a suspect node is better than no answer.
+	// Nothing healthy is left: an ejected node that is not stalled (it may
+	// have recovered before its probes say so) is better than no answer.
 	for _, x := range s.nodes() {
-		if !slices.Contains(exclude, x) {
+		if open(x) {
 			return x, ViaFallback, nil
 		}
 	}
-	return nil, "", ErrUnavailable
+	return nil, "", errShardStalled
 }
 
 // pickReplica spreads reads round-robin over the usable replicas.

@@ -1,0 +1,36 @@
+package redisroute
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+)
+
+// ProbeShards reads one key on every shard, through the read policy, and
+// reports the shards that did not answer. It is what readiness means: every
+// part of the key space can be read now.
+func (r *Router) ProbeShards(ctx context.Context) error {
+	t := r.topo.Load()
+	var cmds []Cmd
+	for _, s := range t.shards {
+		cmds = append(cmds, Read("EXISTS", keyOnShard(t, s)))
+	}
+	var errs []error
+	for i, res := range r.Exec(ctx, cmds) {
+		if res.Err != nil {
+			errs = append(errs, fmt.Errorf("shard of %s: %w", t.shards[i].primary.addr, res.Err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// keyOnShard finds a key whose slot belongs to s.
+func keyOnShard(t *topology, s *shard) string {
+	for i := 0; ; i++ {
+		k := "apollo:probe:{" + strconv.Itoa(i) + "}"
+		if t.slots[Slot(k)] == s {
+			return k
+		}
+	}
+}
