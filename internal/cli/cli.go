@@ -31,6 +31,10 @@ type command struct {
 
 func commands() []command {
 	return []command{
+		{"serve", "serve the driver API against a Redis Cluster", runServe},
+		{"dev", "run Apollo locally: cluster + service + simulated fleet", runDev},
+		{"drill", "reproduce the 2019 incident and other failures; compare clients", runDrill},
+		{"check", "inspect a Redis Cluster for the risks of the 2019 incident", runCheck},
 		{"cluster", "run a throwaway local Redis Cluster (up | status | down)", runCluster},
 		{"version", "print the version and build information", runVersion},
 	}
@@ -67,6 +71,10 @@ func exitCode(err error, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "apollo: %v\n", err)
 		return exitUsage
 	default:
+		var se silentExit
+		if errors.As(err, &se) {
+			return se.code
+		}
 		var ec exitCodeError
 		if errors.As(err, &ec) {
 			fmt.Fprintf(stderr, "apollo: %v\n", err)
@@ -97,6 +105,11 @@ type usageError struct{ err error }
 
 func (u usageError) Error() string { return u.err.Error() }
 func (u usageError) Unwrap() error { return u.err }
+
+// silentExit is an exit code whose reason was already printed.
+type silentExit struct{ code int }
+
+func (s silentExit) Error() string { return fmt.Sprintf("exit status %d", s.code) }
 
 // exitCodeError carries a specific exit code (for checks: 1 warning, 2 critical).
 type exitCodeError struct {

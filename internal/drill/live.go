@@ -29,13 +29,13 @@ func (l *liveCounters) add(at, lat time.Duration, ok bool) {
 	}
 }
 
-func (l *liveCounters) second(s int, faultAt time.Duration) Second {
+func (l *liveCounters) second(s int, plan Plan) Second {
 	return Second{
 		T:       s,
 		Calls:   int(l.calls[s].Load()),
 		OKCalls: int(l.ok[s].Load()),
 		MaxMs:   ms(time.Duration(l.maxNs[s].Load())),
-		Fault:   time.Duration(s)*time.Second >= faultAt.Truncate(time.Second),
+		Fault:   faultDuring(plan, s),
 	}
 }
 

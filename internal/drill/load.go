@@ -18,7 +18,10 @@ type Plan struct {
 	Workers  int           // concurrent callers
 	Pipeline int           // keys per call
 	Duration time.Duration // whole run
-	FaultAt  time.Duration // from the start; the fault stays until the run ends
+	FaultAt  time.Duration // from the start
+	// HealAt, if set, heals the fault during the run (to watch recovery);
+	// otherwise it is healed after the run.
+	HealAt time.Duration
 	// CallTimeout bounds one call; a call still running then counts as failed.
 	CallTimeout time.Duration
 	Seed        uint64
@@ -39,6 +42,9 @@ func (p Plan) Validate() error {
 	if p.FaultAt < time.Second || p.FaultAt >= p.Duration {
 		errs = append(errs, fmt.Errorf("fault-at must be at least 1s and before the end of the run, got %s of %s", p.FaultAt, p.Duration))
 	}
+	if p.HealAt != 0 && (p.HealAt <= p.FaultAt || p.HealAt >= p.Duration) {
+		errs = append(errs, fmt.Errorf("heal-at must fall between the fault and the end of the run, got %s", p.HealAt))
+	}
 	if p.CallTimeout <= 0 {
 		errs = append(errs, errors.New("call timeout must be positive"))
 	}
@@ -53,11 +59,11 @@ type sample struct {
 	of      int
 }
 
-// Run drives reader with plan's load, injects fault at plan.FaultAt, and
+// RunLoad drives reader with plan's load, injects fault at plan.FaultAt, and
 // returns every call's outcome summarised. progress, if not nil, is called
 // once per elapsed second with that second's figures. The fault is healed
 // before Run returns.
-func Run(ctx context.Context, plan Plan, keys []string, read Reader, fault Fault, progress func(Second)) (Report, error) {
+func RunLoad(ctx context.Context, plan Plan, keys []string, read Reader, fault Fault, progress func(Second)) (Report, error) {
 	if err := plan.Validate(); err != nil {
 		return Report{}, err
 	}
@@ -77,10 +83,9 @@ func Run(ctx context.Context, plan Plan, keys []string, read Reader, fault Fault
 			samples[w] = work(ctx, plan, keys, read, start, uint64(w)+plan.Seed, live)
 		}()
 	}
-	faultErr := runFault(ctx, plan, fault, start, progress, live)
+	faultErr, healErr := runFault(ctx, plan, fault, start, progress, live)
 	wg.Wait()
-	healErr := error(nil)
-	if fault != nil {
+	if fault != nil && plan.HealAt == 0 {
 		hctx, hcancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
 		healErr = fault.Heal(hctx)
 		hcancel()
@@ -111,18 +116,25 @@ func work(ctx context.Context, plan Plan, keys []string, read Reader, start time
 	}
 }
 
-// runFault waits until FaultAt, injects the fault, and reports progress
-// every second until the run ends.
-func runFault(ctx context.Context, plan Plan, fault Fault, start time.Time, progress func(Second), live *liveCounters) error {
-	var err error
+// runFault waits until FaultAt, injects the fault, heals it at HealAt (if
+// set, on its own goroutine: healing waits for the cluster), and reports
+// progress every second until the run ends.
+func runFault(ctx context.Context, plan Plan, fault Fault, start time.Time, progress func(Second), live *liveCounters) (err, healErr error) {
 	injected := fault == nil
+	healing := fault == nil || plan.HealAt == 0
+	healed := make(chan error, 1)
+	defer func() {
+		if healing && fault != nil && plan.HealAt != 0 {
+			healErr = <-healed
+		}
+	}()
 	reported := 0
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
 	for {
 		select {
 		case <-ctx.Done():
-			return ctx.Err()
+			return ctx.Err(), nil
 		case <-tick.C:
 		}
 		el := time.Since(start)
@@ -130,11 +142,19 @@ func runFault(ctx context.Context, plan Plan, fault Fault, start time.Time, prog
 			injected = true
 			err = fault.Inject(ctx)
 		}
+		if injected && !healing && el >= plan.HealAt {
+			healing = true
+			go func() {
+				hctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
+				defer cancel()
+				healed <- fault.Heal(hctx)
+			}()
+		}
 		for ; progress != nil && reported < int(el/time.Second); reported++ {
-			progress(live.second(reported, plan.FaultAt))
+			progress(live.second(reported, plan))
 		}
 		if el >= plan.Duration {
-			return err
+			return err, nil
 		}
 	}
 }

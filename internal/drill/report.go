@@ -71,11 +71,12 @@ func summarise(plan Plan, fault Fault, all []sample) Report {
 		full := s.ok == s.of
 		if full {
 			rep.OKCalls++
-			if s.at < warmup(plan) {
+			switch {
+			case s.at < warmup(plan):
 				// connections are still being dialled: not the steady rate
-			} else if s.at < plan.FaultAt {
+			case s.at < plan.FaultAt:
 				preOK++
-			} else {
+			case s.at < faultEnd(plan):
 				faultOK++
 			}
 		}
@@ -89,7 +90,7 @@ func summarise(plan Plan, fault Fault, all []sample) Report {
 	}
 	for i := range rep.PerSecond {
 		rep.PerSecond[i].T = i
-		rep.PerSecond[i].Fault = time.Duration(i+1)*time.Second > plan.FaultAt
+		rep.PerSecond[i].Fault = faultDuring(plan, i)
 		rep.PerSecond[i].P99Ms = ms(quantile(secs[i], 0.99))
 		rep.PerSecond[i].MaxMs = ms(quantile(secs[i], 1))
 		if rep.PerSecond[i].Calls > 0 && rep.PerSecond[i].SuccessRatio() < 0.99 {
@@ -101,12 +102,26 @@ func summarise(plan Plan, fault Fault, all []sample) Report {
 	rep.P50Ms, rep.P99Ms, rep.MaxMs = ms(quantile(lats, .5)), ms(quantile(lats, .99)), ms(quantile(lats, 1))
 	if pre := (plan.FaultAt - warmup(plan)).Seconds(); pre > 0 {
 		rep.PreFaultCallsPerS = float64(preOK) / pre
-		window := (plan.Duration - plan.FaultAt).Seconds()
+		window := (faultEnd(plan) - plan.FaultAt).Seconds()
 		if expected := rep.PreFaultCallsPerS * window; expected > 0 {
 			rep.GoodputRatio = float64(faultOK) / expected
 		}
 	}
 	return rep
+}
+
+// faultEnd is when the fault window closes: the heal, or the end of the run.
+func faultEnd(plan Plan) time.Duration {
+	if plan.HealAt != 0 {
+		return plan.HealAt
+	}
+	return plan.Duration
+}
+
+// faultDuring reports whether the fault was active during second i.
+func faultDuring(plan Plan, i int) bool {
+	from, to := time.Duration(i)*time.Second, time.Duration(i+1)*time.Second
+	return to > plan.FaultAt && from < faultEnd(plan)
 }
 
 // warmup is the start of the run left out of the pre-fault rate: the first

@@ -120,7 +120,7 @@ func (c *call) dispatch(t *topology, idx []int, via Via) {
 	for _, g := range order {
 		members := groups[g]
 		if g.write {
-			if g.s.primary.stalled(time.Now(), c.r.cfg.StallAfter) {
+			if c.r.stalled(g.s.primary, time.Now()) {
 				// Not sent, so not ambiguous: the caller learns now, not at its deadline.
 				for _, i := range members {
 					c.finishErr(i, errPrimaryStalled)

@@ -76,7 +76,7 @@ func TestPrimaryCrashFailsOver(t *testing.T) {
 	defer stopWrites()
 	writesDone := make(chan []writeOutcome)
 	go func() { writesDone <- writeLoad(wctx, r, 4, start) }()
-	rep, err := drill.Run(context.Background(), plan, keys, apolloReader(r), fault, nil)
+	rep, err := drill.RunLoad(context.Background(), plan, keys, apolloReader(r), fault, nil)
 	writes := <-writesDone
 	if err != nil {
 		t.Fatal(err)

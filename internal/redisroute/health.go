@@ -53,21 +53,50 @@ func (r *Router) eject(n *node, reason string) {
 // socket timeout or the cluster's own failure detection.
 func (r *Router) watchdogLoop() {
 	defer r.wg.Done()
-	tick := time.NewTicker(max(r.cfg.StallAfter/4, time.Millisecond))
+	every := max(r.cfg.StallAfter/4, time.Millisecond)
+	tick := time.NewTicker(every)
 	defer tick.Stop()
+	last := time.Now()
 	for {
 		select {
 		case <-r.stop:
 			return
-		case now := <-tick.C:
-			t := r.topo.Load()
-			for _, n := range t.nodes {
-				if n.healthy() && n.stalled(now, r.cfg.StallAfter) {
-					r.eject(n, ejectStalled)
-				}
+		case <-tick.C:
+		}
+		now := time.Now()
+		late := now.Sub(last) > 2*every
+		last = now
+		if late {
+			// This process was not running (GC, CPU starvation, SIGSTOP):
+			// replies may be waiting unread, so silence proves nothing yet.
+			r.stallFloor.Store(now.UnixNano())
+			continue
+		}
+		t := r.topo.Load()
+		if !anyProgress(t, now, r.cfg.StallAfter) {
+			continue // nobody answers: an outage, or us; ejecting would not help
+		}
+		for _, n := range t.nodes {
+			if n.healthy() && r.stalled(n, now) {
+				r.eject(n, ejectStalled)
 			}
 		}
 	}
+}
+
+// anyProgress reports whether some node answered within d: the router is
+// reading replies, so a node that stays silent is the node's fault.
+func anyProgress(t *topology, now time.Time, d time.Duration) bool {
+	for _, n := range t.nodes {
+		if now.UnixNano()-n.lastProgress.Load() < int64(d) {
+			return true
+		}
+	}
+	return false
+}
+
+func (r *Router) stalled(n *node, now time.Time) bool {
+	return n.stalled(now, r.cfg.StallAfter, r.stallFloor.Load())
 }
 
 // probeLoop re-admits ejected nodes after ReadmitAfter consecutive

@@ -82,8 +82,11 @@ func (n *node) end(now time.Time, rtt time.Duration, answered bool) {
 
 // stalled reports a node that has requests waiting and has answered nothing
 // for at least d: the signature of a hung process.
-func (n *node) stalled(now time.Time, d time.Duration) bool {
-	return n.inflight.Load() > 0 && now.UnixNano()-n.lastProgress.Load() >= int64(d)
+// floor is the time the router itself last resumed after a pause (see
+// watchdogLoop): no node is blamed for silence while we were not listening.
+func (n *node) stalled(now time.Time, d time.Duration, floor int64) bool {
+	last := max(n.lastProgress.Load(), floor)
+	return n.inflight.Load() > 0 && now.UnixNano()-last >= int64(d)
 }
 
 func (n *node) latency() time.Duration { return time.Duration(n.ewmaNanos.Load()) }

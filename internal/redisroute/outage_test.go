@@ -32,7 +32,7 @@ func TestFullOutageFailsFastAndRecovers(t *testing.T) {
 		HealFn: func(ctx context.Context) error { return nil },
 	}
 	plan := drill.Plan{Workers: 8, Pipeline: 20, Duration: 2*time.Second + outage, FaultAt: 2 * time.Second, CallTimeout: callTimeout}
-	rep, err := drill.Run(context.Background(), plan, keys, apolloReader(r), fault, nil)
+	rep, err := drill.RunLoad(context.Background(), plan, keys, apolloReader(r), fault, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -25,7 +25,7 @@ func (r *Router) pickRead(s *shard, n int, exclude []*node) (*node, Via, error) 
 	// A stalled node (requests waiting, nothing answered) is never chosen,
 	// even when it is too important to eject: a request sent to it would
 	// only wait for its deadline. Failing fast is the better answer.
-	open := func(x *node) bool { return !slices.Contains(exclude, x) && !x.stalled(now, r.cfg.StallAfter) }
+	open := func(x *node) bool { return !slices.Contains(exclude, x) && !r.stalled(x, now) }
 	usable := func(x *node) bool { return x.healthy() && open(x) }
 	policy := r.cfg.Policy
 	if now.UnixNano() < r.migratingUntil.Load() {

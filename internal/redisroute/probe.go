@@ -34,3 +34,17 @@ func keyOnShard(t *topology, s *shard) string {
 		}
 	}
 }
+
+// Barrier returns once every shard's primary has had its writes so far
+// acknowledged by acks replicas: a marker write with WAIT on each shard,
+// whose replication offset covers every earlier write to that primary.
+func (r *Router) Barrier(ctx context.Context, acks int) error {
+	t := r.topo.Load()
+	var cmds []Cmd
+	for _, s := range t.shards {
+		c := Write("SET", keyOnShard(t, s), "barrier")
+		c.Acks = acks
+		cmds = append(cmds, c)
+	}
+	return r.Exec(ctx, cmds).Err()
+}

@@ -118,7 +118,7 @@ func compare(t *testing.T, c *localcluster.Cluster, keys []string, hang bool, pl
 		}
 		read, closeFn := ct.open()
 		var timeline strings.Builder
-		rep, err := drill.Run(context.Background(), plan, keys, read, replicaFault(c, hang), func(s drill.Second) {
+		rep, err := drill.RunLoad(context.Background(), plan, keys, read, replicaFault(c, hang), func(s drill.Second) {
 			drill.WriteSecond(&timeline, ct.name, s)
 		})
 		t.Logf("timeline:\n%s", timeline.String())

@@ -26,7 +26,8 @@ type Router struct {
 	nodesMu sync.Mutex
 	nodes   map[string]*node
 
-	ejectMu sync.Mutex // serialises ejection and re-admission decisions
+	ejectMu    sync.Mutex   // serialises ejection and re-admission decisions
+	stallFloor atomic.Int64 // unix nanos when the watchdog last found itself paused
 
 	hedges  *budget
 	retries *budget

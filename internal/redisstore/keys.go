@@ -33,3 +33,10 @@ const (
 // driverFields is the HMGET field list of a full driver read, in the order
 // decodeDriver expects.
 var driverFields = []any{fID, fServices, fStatus, fLat, fLng, fHB, fBooking, fUntil, fAccepted, fVersion, fCell}
+
+// DriverKey is the Redis key of a driver's hash, for tools that read the
+// same data without the store (the drill's go-redis baseline).
+func DriverKey(id string) string { return driverKey(id) }
+
+// DriverFields is the field list of a full driver read (HMGET).
+func DriverFields() []any { return append([]any(nil), driverFields...) }

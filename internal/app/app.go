@@ -1,0 +1,143 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/apollo-platform/apollo/internal/httpapi"
+	"github.com/apollo-platform/apollo/internal/redisroute"
+	"github.com/apollo-platform/apollo/internal/redisstore"
+)
+
+// App is a wired Apollo service.
+type App struct {
+	cfg      Config
+	log      *slog.Logger
+	reg      *prometheus.Registry
+	router   *redisroute.Router
+	drivers  *redisstore.Drivers
+	api      *http.Server
+	admin    *http.Server
+	apiLn    net.Listener
+	adminLn  net.Listener
+	draining atomic.Bool
+}
+
+// New connects to Redis and wires the service; nothing listens until Run.
+func New(ctx context.Context, cfg Config, log *slog.Logger) (*App, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("invalid config: %w", err)
+	}
+	a := &App{cfg: cfg, log: log, reg: prometheus.NewRegistry()}
+	a.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	var err error
+	if a.router, err = redisroute.New(ctx, cfg.Redis, a.reg, log.With("component", "redisroute")); err != nil {
+		return nil, err
+	}
+	if a.drivers, err = redisstore.NewDrivers(a.router, cfg.Store, cfg.Rules); err != nil {
+		a.router.Close()
+		return nil, err
+	}
+	handler, err := httpapi.New(cfg.API, httpapi.Deps{Drivers: a.drivers, Rules: cfg.Rules, Now: time.Now, Log: log.With("component", "http"), Registerer: a.reg})
+	if err != nil {
+		a.router.Close()
+		return nil, err
+	}
+	admin := httpapi.NewAdmin(httpapi.AdminDeps{Gatherer: a.reg, Ready: a.ready, Draining: a.draining.Load, Log: log})
+	a.api = &http.Server{Handler: handler, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second,
+		WriteTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10}
+	a.admin = &http.Server{Handler: admin, ReadHeaderTimeout: 5 * time.Second, IdleTimeout: time.Minute}
+	return a, nil
+}
+
+// ready is /readyz: every shard answers a real keyed read within a second.
+func (a *App) ready(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	return a.router.ProbeShards(ctx)
+}
+
+// Drivers is the driver store (apollo dev seeds its fleet through it).
+func (a *App) Drivers() *redisstore.Drivers { return a.drivers }
+
+// Listen binds both listeners, so their addresses are known before Serve.
+func (a *App) Listen() error {
+	var err error
+	if a.apiLn, err = net.Listen("tcp", a.cfg.Listen); err != nil {
+		return fmt.Errorf("listen on %s: %w", a.cfg.Listen, err)
+	}
+	if a.adminLn, err = net.Listen("tcp", a.cfg.AdminListen); err != nil {
+		a.apiLn.Close()
+		return fmt.Errorf("admin listen on %s: %w", a.cfg.AdminListen, err)
+	}
+	return nil
+}
+
+// APIAddr and AdminAddr are the bound addresses (after Listen).
+func (a *App) APIAddr() string   { return a.apiLn.Addr().String() }
+func (a *App) AdminAddr() string { return a.adminLn.Addr().String() }
+
+// Serve serves until ctx ends, then shuts down in order: report not ready,
+// wait DrainDelay, stop accepting and finish in-flight requests, close the
+// admin listener, close Redis connections.
+func (a *App) Serve(ctx context.Context) error {
+	if a.apiLn == nil {
+		if err := a.Listen(); err != nil {
+			return err
+		}
+	}
+	errc := make(chan error, 2)
+	var wg sync.WaitGroup
+	for _, s := range []struct {
+		srv *http.Server
+		ln  net.Listener
+	}{{a.api, a.apiLn}, {a.admin, a.adminLn}} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := s.srv.Serve(s.ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				errc <- err
+			}
+		}()
+	}
+	a.log.Info("apollo serving", "api", a.APIAddr(), "admin", a.AdminAddr())
+	var serveErr error
+	select {
+	case <-ctx.Done():
+	case serveErr = <-errc:
+	}
+	a.draining.Store(true)
+	a.log.Info("draining", "delay", a.cfg.DrainDelay)
+	if serveErr == nil {
+		select {
+		case <-time.After(a.cfg.DrainDelay):
+		case serveErr = <-errc:
+		}
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), a.cfg.ShutdownTimeout)
+	defer cancel()
+	err := errors.Join(serveErr, a.api.Shutdown(sctx), a.admin.Shutdown(sctx))
+	wg.Wait()
+	err = errors.Join(err, a.router.Close())
+	a.log.Info("apollo stopped")
+	return err
+}
+
+// Close releases what New acquired, for an App that never served.
+func (a *App) Close() error {
+	if a.apiLn != nil {
+		a.apiLn.Close()
+		a.adminLn.Close()
+	}
+	return a.router.Close()
+}

@@ -1,0 +1,50 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/apollo-platform/apollo/internal/clustercheck"
+	"github.com/apollo-platform/apollo/internal/redisroute"
+)
+
+const checkSynopsis = `check --redis-addrs host:port[,...] [--json]
+
+Inspect a Redis Cluster for the risks behind the 2019 incident: topology,
+failed or failing nodes, replication links and lag, slot coverage, each node's
+read latency, and the settings that decide how long a dead replica is still
+advertised. Exit code: 0 ok, 1 warnings, 2 critical (usable in CI).`
+
+func runCheck(ctx context.Context, e env, args []string) error {
+	rc := redisroute.DefaultConfig()
+	fs := newFlagSet(e, "check", checkSynopsis)
+	flags := rc.RegisterFlags(fs)
+	asJSON := fs.Bool("json", false, "print the report as JSON")
+	timeout := fs.Duration("timeout", time.Second, "timeout of each probe")
+	if err := parseFlags(e, fs, args); err != nil {
+		return err
+	}
+	if err := flags.Apply(&rc); err != nil {
+		return usageError{err}
+	}
+	if len(rc.Addrs) == 0 {
+		return usageError{fmt.Errorf("--redis-addrs is required")}
+	}
+	rep, err := clustercheck.Run(ctx, clustercheck.Options{Addrs: rc.Addrs, Username: rc.Username, Password: rc.Password,
+		TLS: rc.TLS, ReadPolicy: string(rc.Policy), Timeout: *timeout})
+	if err != nil {
+		return exitCodeError{int(clustercheck.Critical), err}
+	}
+	if *asJSON {
+		b, _ := json.MarshalIndent(rep, "", "  ")
+		fmt.Fprintln(e.stdout, string(b))
+	} else {
+		clustercheck.WriteText(e.stdout, rep)
+	}
+	if rep.Status != clustercheck.Info {
+		return silentExit{int(rep.Status)}
+	}
+	return nil
+}

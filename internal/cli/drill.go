@@ -1,0 +1,107 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+
+	"github.com/apollo-platform/apollo/internal/app"
+	"github.com/apollo-platform/apollo/internal/drill"
+)
+
+const drillSynopsis = `drill --scenario S [--configs legacy-2019,go-redis-v9,apollo] [--duration 60s]
+
+Reproduce a failure on a local Redis Cluster and compare, side by side, the
+2019 client setup (legacy-2019), today's go-redis v9 ClusterClient with ReadOnly
+(go-redis-v9) and Apollo's router (apollo). Each configuration runs on a fresh
+3 × 2 cluster seeded with drivers through the real driver store, under the
+batch availability read (the call of the 2019 incident).
+
+Scenarios: replica-crash, replica-hang, primary-crash, slow-replica, reshard,
+full-outage. Exit code 1 when apollo misses the SLO.`
+
+func runDrill(ctx context.Context, e env, args []string) error {
+	cfg := drill.DefaultConfig()
+	fs := newFlagSet(e, "drill", drillSynopsis)
+	scenario := fs.String("scenario", string(cfg.Scenario), "failure to drill")
+	configs := fs.String("configs", strings.Join(cfg.Configs, ","), "client configurations to compare, in order")
+	fs.DurationVar(&cfg.Plan.Duration, "duration", cfg.Plan.Duration, "load duration per configuration")
+	fs.DurationVar(&cfg.Plan.FaultAt, "fault-at", cfg.Plan.FaultAt, "when the fault starts")
+	fs.DurationVar(&cfg.Plan.HealAt, "heal-at", 0, "heal the fault during the run at this time (default: full-outage heals at 2/3 of the run, others after it)")
+	fs.IntVar(&cfg.Plan.Workers, "workers", cfg.Plan.Workers, "concurrent callers")
+	fs.IntVar(&cfg.Plan.Pipeline, "pipeline", cfg.Plan.Pipeline, "drivers per batch read")
+	fs.DurationVar(&cfg.Plan.CallTimeout, "call-timeout", cfg.Plan.CallTimeout, "deadline of one call")
+	fs.IntVar(&cfg.Drivers, "drivers", cfg.Drivers, "drivers to seed")
+	fs.DurationVar(&cfg.Cluster.NodeTimeout, "node-timeout", cfg.Cluster.NodeTimeout, "cluster-node-timeout of the local cluster")
+	fs.Float64Var(&cfg.SLO.MinCallSuccess, "slo-success", cfg.SLO.MinCallSuccess, "SLO: minimum share of fully answered calls for apollo")
+	fs.DurationVar(&cfg.SLO.MaxLatency, "slo-max-latency", cfg.SLO.MaxLatency, "SLO: maximum call latency for apollo")
+	jsonOut := fs.String("json", "", "write the result as JSON to this file")
+	htmlOut := fs.String("html", "", "write a self-contained HTML report to this file")
+	svgOut := fs.String("svg", "", "write the chart as SVG to this file")
+	redisAddrs := fs.String("redis-addrs", "", "drill an existing cluster instead of a local one (not supported yet: faults are injected by signalling local processes)")
+	if err := parseFlags(e, fs, args); err != nil {
+		return err
+	}
+	var err error
+	if cfg.Scenario, err = drill.ParseScenario(*scenario); err != nil {
+		return usageError{err}
+	}
+	if cfg.Configs, err = drill.ParseConfigs(*configs); err != nil {
+		return usageError{err}
+	}
+	if cfg.Scenario == drill.FullOutage && cfg.Plan.HealAt == 0 {
+		cfg.Plan.HealAt = cfg.Plan.FaultAt + (cfg.Plan.Duration-cfg.Plan.FaultAt)/2
+	}
+	if *redisAddrs != "" {
+		return usageError{errors.New("--redis-addrs: drills kill and pause Redis processes, so they run on a local cluster they start themselves; drilling an existing cluster is not supported yet (use `apollo check --redis-addrs` to inspect one)")}
+	}
+	if err := cfg.Validate(); err != nil {
+		return usageError{err}
+	}
+	log := app.NewLogger(app.Config{LogFormat: "text", LogLevel: slog.LevelWarn}, e.stderr)
+	res, err := drill.Execute(ctx, cfg, e.stdout, log)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(e.stdout, "\n== %s: %s ==\n", res.Scenario, res.Fault)
+	drill.WriteTable(e.stdout, res.Configs)
+	if err := writeReports(res, *jsonOut, *htmlOut, *svgOut); err != nil {
+		return err
+	}
+	if !res.SLO.Passed {
+		return fmt.Errorf("SLO missed: %s", strings.Join(res.SLO.Reasons, "; "))
+	}
+	fmt.Fprintf(e.stdout, "SLO met: apollo call success ≥ %.4f%%, max latency ≤ %.0f ms\n", 100*res.SLO.MinCallSuccess, res.SLO.MaxLatencyMs)
+	return nil
+}
+
+func writeReports(res drill.Result, jsonPath, htmlPath, svgPath string) error {
+	if jsonPath != "" {
+		if err := writeJSONFile(jsonPath, res); err != nil {
+			return err
+		}
+	}
+	for _, out := range []struct {
+		path  string
+		write func(*os.File) error
+	}{
+		{htmlPath, func(f *os.File) error { return drill.WriteHTML(f, res) }},
+		{svgPath, func(f *os.File) error { return drill.WriteSVG(f, res) }},
+	} {
+		if out.path == "" {
+			continue
+		}
+		f, err := os.Create(out.path)
+		if err != nil {
+			return err
+		}
+		err = errors.Join(out.write(f), f.Close())
+		if err != nil {
+			return fmt.Errorf("write %s: %w", out.path, err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,73 @@
+package clustercheck
+
+// Severity of a finding. The check's exit code is the highest one.
+type Severity int
+
+// Severities.
+const (
+	Info     Severity = 0
+	Warning  Severity = 1
+	Critical Severity = 2
+)
+
+func (s Severity) String() string {
+	switch s {
+	case Warning:
+		return "warning"
+	case Critical:
+		return "critical"
+	}
+	return "info"
+}
+
+// MarshalText makes severities readable in JSON.
+func (s Severity) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
+
+// Finding is one risk, explained.
+type Finding struct {
+	Severity Severity `json:"severity"`
+	Code     string   `json:"code"`
+	Node     string   `json:"node,omitempty"`
+	Message  string   `json:"message"`
+}
+
+// Node is one node as the cluster and our probe see it.
+type Node struct {
+	Addr      string   `json:"addr"`
+	ID        string   `json:"id"`
+	Role      string   `json:"role"` // primary or replica
+	Primary   string   `json:"primary,omitempty"`
+	Flags     []string `json:"flags"`
+	Slots     int      `json:"slots"`
+	Reachable bool     `json:"reachable"`
+	ProbeMs   float64  `json:"probe_ms,omitempty"` // a keyed read on the node's own slots
+	LinkUp    *bool    `json:"link_up,omitempty"`  // replicas: replication link
+	LagBytes  *int64   `json:"lag_bytes,omitempty"`
+	Error     string   `json:"error,omitempty"`
+}
+
+// Shard is a primary and its replicas.
+type Shard struct {
+	Primary  string   `json:"primary"`
+	Replicas []string `json:"replicas"`
+	Slots    int      `json:"slots"`
+}
+
+// Report is the whole check, the JSON document of --json.
+type Report struct {
+	Seed               string    `json:"seed"`
+	ClusterState       string    `json:"cluster_state"`
+	SlotsCovered       int       `json:"slots_covered"`
+	NodeTimeoutMs      int64     `json:"node_timeout_ms,omitempty"`
+	AllowReadsWhenDown string    `json:"allow_reads_when_down,omitempty"`
+	ReadPolicy         string    `json:"read_policy"`
+	Shards             []Shard   `json:"shards"`
+	Nodes              []Node    `json:"nodes"`
+	Findings           []Finding `json:"findings"`
+	Status             Severity  `json:"status"`
+}
+
+func (r *Report) add(sev Severity, code, node, msg string) {
+	r.Findings = append(r.Findings, Finding{Severity: sev, Code: code, Node: node, Message: msg})
+	r.Status = max(r.Status, sev)
+}

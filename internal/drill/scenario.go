@@ -1,0 +1,67 @@
+package drill
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/apollo-platform/apollo/internal/localcluster"
+)
+
+// Scenario names a failure to drill.
+type Scenario string
+
+// Scenarios.
+const (
+	ReplicaCrash Scenario = "replica-crash" // the 2019 incident
+	ReplicaHang  Scenario = "replica-hang"  // SIGSTOP for longer than the node timeout
+	PrimaryCrash Scenario = "primary-crash" // failover
+	SlowReplica  Scenario = "slow-replica"  // latency on one replica
+	ReshardSlots Scenario = "reshard"       // 1000 slots moved under load
+	FullOutage   Scenario = "full-outage"   // every node hangs, then resumes
+)
+
+// Scenarios lists every scenario.
+func Scenarios() []Scenario {
+	return []Scenario{ReplicaCrash, ReplicaHang, PrimaryCrash, SlowReplica, ReshardSlots, FullOutage}
+}
+
+// ParseScenario parses a scenario name.
+func ParseScenario(s string) (Scenario, error) {
+	for _, sc := range Scenarios() {
+		if string(sc) == s {
+			return sc, nil
+		}
+	}
+	names := make([]string, 0, 6)
+	for _, sc := range Scenarios() {
+		names = append(names, string(sc))
+	}
+	return "", fmt.Errorf("unknown scenario %q (want one of %s)", s, strings.Join(names, ", "))
+}
+
+// Fault builds the scenario's fault on a local cluster. Replica faults hit
+// a replica of shard 0; every read policy in the drill reads from it.
+func (s Scenario) Fault(ctx context.Context, c *localcluster.Cluster) (Fault, error) {
+	replicas := c.Replicas(ctx, 0)
+	primary := c.Primary(ctx, 0)
+	if len(replicas) == 0 || primary == nil {
+		return nil, fmt.Errorf("scenario %s needs shard 0 with a primary and a replica", s)
+	}
+	switch s {
+	case ReplicaCrash:
+		return Crash(c, replicas[0], "replica"), nil
+	case ReplicaHang:
+		return Hang(c, "replica", replicas[0]), nil
+	case PrimaryCrash:
+		return Crash(c, primary, "primary"), nil
+	case SlowReplica:
+		return Slow(c, replicas[0], 40*time.Millisecond, 60*time.Millisecond), nil
+	case ReshardSlots:
+		return Reshard(c, 1000), nil
+	case FullOutage:
+		return Hang(c, "full outage:", c.Nodes()...), nil
+	}
+	return nil, fmt.Errorf("unknown scenario %q", s)
+}

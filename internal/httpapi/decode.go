@@ -1,0 +1,154 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"reflect"
+	"strconv"
+	"strings"
+
+	"github.com/apollo-platform/apollo/internal/driver"
+)
+
+// decodeBody decodes r's body into v, strictly: Content-Type must be
+// application/json (parameters allowed), the body at most limit bytes, one
+// JSON value with no unknown fields and nothing after it. Every failure is
+// an error classify maps to a 4xx, never a 5xx.
+func decodeBody(w http.ResponseWriter, r *http.Request, limit int64, v any) error {
+	if err := checkJSONContentType(r.Header.Get("Content-Type")); err != nil {
+		return err
+	}
+	// A declared length over the limit is refused before reading a byte.
+	if r.ContentLength > limit {
+		return &http.MaxBytesError{Limit: limit}
+	}
+	dec := json.NewDecoder(http.MaxBytesReader(innermost(w), r.Body, limit))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return bodyError(err)
+	}
+	// Exactly one value: "{}{}" or "{} x" is a client bug worth reporting,
+	// not something to half-accept.
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) {
+			return err
+		}
+		return invalid("body", "must hold a single JSON value with nothing after it")
+	}
+	return nil
+}
+
+// innermost unwraps middleware writers. MaxBytesReader tells net/http's
+// own writer that the limit was hit, so the server closes the connection
+// rather than reading the rest of an oversized body; a wrapper would hide
+// that.
+func innermost(w http.ResponseWriter) http.ResponseWriter {
+	for {
+		u, ok := w.(interface{ Unwrap() http.ResponseWriter })
+		if !ok {
+			return w
+		}
+		w = u.Unwrap()
+	}
+}
+
+func checkJSONContentType(header string) error {
+	if header == "" {
+		return &mediaTypeError{}
+	}
+	mt, _, err := mime.ParseMediaType(header)
+	if err != nil || mt != "application/json" {
+		return &mediaTypeError{got: header}
+	}
+	return nil
+}
+
+// bodyError turns a decoding error into one a client can act on, without
+// echoing more than a short piece of its input.
+func bodyError(err error) error {
+	var (
+		tooLarge  *http.MaxBytesError
+		syntax    *json.SyntaxError
+		typeError *json.UnmarshalTypeError
+	)
+	switch {
+	case errors.As(err, &tooLarge):
+		return err
+	case errors.Is(err, io.EOF):
+		return invalid("body", "must not be empty")
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return invalid("body", "is truncated JSON")
+	case errors.As(err, &syntax):
+		return invalid("body", "is not valid JSON at byte %d", syntax.Offset)
+	case errors.As(err, &typeError):
+		if typeError.Field == "" {
+			return invalid("body", "must be %s", jsonKind(typeError.Type))
+		}
+		// Field names the array, not the element, for a bad element of
+		// an array; this wording is right for both. Value is e.g.
+		// "number 1e400": keep the kind only, never the client's digits.
+		got, _, _ := strings.Cut(typeError.Value, " ")
+		return invalid(fmt.Sprintf("%.64s", typeError.Field), "has a JSON %.16s where %s is expected", got, jsonKind(typeError.Type))
+	case strings.HasPrefix(err.Error(), "json: unknown field "):
+		// encoding/json has no type for this error; the field name is
+		// quoted at the end of its message.
+		name := strings.TrimPrefix(err.Error(), "json: unknown field ")
+		if unquoted, err := strconv.Unquote(name); err == nil {
+			name = unquoted
+		}
+		return invalid("body", "has unknown field %.64q", name)
+	}
+	return invalid("body", "is not a valid request")
+}
+
+// jsonKind names the JSON kind a Go type decodes from.
+func jsonKind(t reflect.Type) string {
+	if t == nil {
+		return "of another type"
+	}
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch t.Kind() {
+	case reflect.Bool:
+		return "a boolean"
+	case reflect.String:
+		return "a string"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "an integer"
+	case reflect.Float32, reflect.Float64:
+		return "a finite number"
+	case reflect.Slice, reflect.Array:
+		return "an array"
+	case reflect.Struct, reflect.Map:
+		return "an object"
+	}
+	return "of another type"
+}
+
+// invalid builds the error for one malformed input; its message is
+// "<field> <reason>" and classify shows it to the client.
+func invalid(field, format string, args ...any) error {
+	return &driver.InvalidArgumentError{Field: field, Reason: fmt.Sprintf(format, args...)}
+}
+
+// validateID checks an identifier with the driver package's rule, reporting
+// it under the client's name for it (e.g. "booking_id").
+func validateID(field, id string) error {
+	return renameField(driver.ValidateID(id), field)
+}
+
+// renameField returns err reported under field, if it names a field.
+func renameField(err error, field string) error {
+	var arg *driver.InvalidArgumentError
+	if errors.As(err, &arg) {
+		return &driver.InvalidArgumentError{Field: field, Reason: arg.Reason, Err: arg.Err}
+	}
+	return err
+}

@@ -1,0 +1,192 @@
+package httpapi
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+
+	"github.com/apollo-platform/apollo/internal/driver"
+	"github.com/apollo-platform/apollo/internal/redisstore"
+)
+
+// Code is the stable, machine-readable error code of an error response.
+// Clients branch on it; messages are for people and may change.
+type Code string
+
+// The error codes, each always sent with the same HTTP status.
+const (
+	CodeInvalidArgument      Code = "invalid_argument"       // 400
+	CodeNotFound             Code = "not_found"              // 404
+	CodeMethodNotAllowed     Code = "method_not_allowed"     // 405, with Allow
+	CodeIllegalTransition    Code = "illegal_transition"     // 409, not worth retrying as is
+	CodeConflict             Code = "conflict"               // 409, retry
+	CodePayloadTooLarge      Code = "payload_too_large"      // 413
+	CodeUnsupportedMediaType Code = "unsupported_media_type" // 415
+	CodeInternal             Code = "internal"               // 500
+	CodeUnavailable          Code = "unavailable"            // 503, with Retry-After
+)
+
+// Codes returns every Code.
+func Codes() []Code {
+	return []Code{
+		CodeInvalidArgument, CodeNotFound, CodeMethodNotAllowed, CodeIllegalTransition, CodeConflict,
+		CodePayloadTooLarge, CodeUnsupportedMediaType, CodeInternal, CodeUnavailable,
+	}
+}
+
+// Errors made by the transport itself; classify maps them like any other.
+var (
+	// errNoRoute: no pattern matches the path, whatever the method.
+	errNoRoute = errors.New("httpapi: no such route")
+	// errRecovered: a handler panicked; the panic is logged where recovered.
+	errRecovered = errors.New("httpapi: handler panicked")
+)
+
+// methodNotAllowedError: the path exists but not for this method.
+type methodNotAllowedError struct {
+	method string
+	allow  []string
+}
+
+func (e *methodNotAllowedError) Error() string {
+	return fmt.Sprintf("method %.16s not allowed; allowed: %s", e.method, strings.Join(e.allow, ", "))
+}
+
+// mediaTypeError: a body came without Content-Type application/json.
+type mediaTypeError struct{ got string }
+
+func (e *mediaTypeError) Error() string {
+	if e.got == "" {
+		return "Content-Type must be application/json, got none"
+	}
+	return fmt.Sprintf("Content-Type must be application/json, got %.64q", e.got)
+}
+
+// currentStatusError carries the driver's status alongside a refused
+// transition whose error does not say it (*TransitionError does).
+type currentStatusError struct {
+	err    error
+	status driver.Status
+}
+
+func (e *currentStatusError) Error() string { return e.err.Error() }
+func (e *currentStatusError) Unwrap() error { return e.err }
+
+// problem is how one error is shown to a client.
+type problem struct {
+	status     int
+	code       Code
+	message    string
+	current    driver.Status // illegal_transition: the driver's current status, when known
+	allow      string        // method_not_allowed: the Allow header
+	unexpected bool          // not a known error: log it, tell the client nothing
+}
+
+// classify is the one table from errors to responses. Messages are either
+// fixed or come from error types made to be read by clients
+// (*driver.InvalidArgumentError, *driver.TransitionError, this package's
+// own), never from an arbitrary error chain: a store error may hold
+// addresses or keys. Rows are ordered most specific first.
+func classify(err error) problem {
+	var (
+		tooLarge *http.MaxBytesError
+		media    *mediaTypeError
+		method   *methodNotAllowedError
+		arg      *driver.InvalidArgumentError
+		trans    *driver.TransitionError
+	)
+	var p problem
+	switch {
+	case errors.As(err, &tooLarge):
+		p = problem{status: http.StatusRequestEntityTooLarge, code: CodePayloadTooLarge, message: fmt.Sprintf("body must not exceed %d bytes", tooLarge.Limit)}
+	case errors.As(err, &media):
+		p = problem{status: http.StatusUnsupportedMediaType, code: CodeUnsupportedMediaType, message: media.Error()}
+	case errors.As(err, &method):
+		p = problem{status: http.StatusMethodNotAllowed, code: CodeMethodNotAllowed, message: method.Error(), allow: strings.Join(method.allow, ", ")}
+	case errors.Is(err, errNoRoute):
+		p = problem{status: http.StatusNotFound, code: CodeNotFound, message: "no such route"}
+	case errors.As(err, &arg):
+		p = problem{status: http.StatusBadRequest, code: CodeInvalidArgument, message: arg.Error()}
+	case errors.Is(err, driver.ErrInvalidArgument):
+		p = problem{status: http.StatusBadRequest, code: CodeInvalidArgument, message: "invalid argument"}
+	case errors.As(err, &trans):
+		p = problem{status: http.StatusConflict, code: CodeIllegalTransition, current: trans.From,
+			message: fmt.Sprintf("cannot %s from %s: %s", trans.Event, trans.From, trans.Reason)}
+	case errors.Is(err, driver.ErrIllegalTransition):
+		p = problem{status: http.StatusConflict, code: CodeIllegalTransition, message: "the transition is not allowed in the driver's status"}
+	// The next three are refusals by the state machine too: the request is
+	// well formed but the driver's state does not allow it, and retrying
+	// the same request will not help.
+	case errors.Is(err, driver.ErrWrongBooking):
+		p = problem{status: http.StatusConflict, code: CodeIllegalTransition, message: "the driver does not hold that booking"}
+	case errors.Is(err, driver.ErrReservationExpired):
+		p = problem{status: http.StatusConflict, code: CodeIllegalTransition, message: "the reservation has lapsed"}
+	case errors.Is(err, driver.ErrReservationNotExpired):
+		p = problem{status: http.StatusConflict, code: CodeIllegalTransition, message: "the reservation has not lapsed yet"}
+	case errors.Is(err, redisstore.ErrNotFound):
+		p = problem{status: http.StatusNotFound, code: CodeNotFound, message: "driver not found"}
+	case errors.Is(err, redisstore.ErrConflict):
+		p = problem{status: http.StatusConflict, code: CodeConflict, message: "the driver changed concurrently; try again"}
+	case errors.Is(err, redisstore.ErrUnavailable), errors.Is(err, context.DeadlineExceeded):
+		p = problem{status: http.StatusServiceUnavailable, code: CodeUnavailable, message: "storage is unavailable; try again"}
+	case errors.Is(err, context.Canceled):
+		// The client went away or the server is shutting down; nobody
+		// may read this, and it is no fault of ours.
+		p = problem{status: http.StatusServiceUnavailable, code: CodeUnavailable, message: "request cancelled"}
+	case errors.Is(err, errRecovered):
+		p = problem{status: http.StatusInternalServerError, code: CodeInternal, message: "internal error"}
+	default:
+		p = problem{status: http.StatusInternalServerError, code: CodeInternal, message: "internal error", unexpected: true}
+	}
+	if p.code == CodeIllegalTransition && p.current == "" {
+		var cur *currentStatusError
+		if errors.As(err, &cur) {
+			p.current = cur.status
+		}
+	}
+	return p
+}
+
+// errorBody is the JSON of every error response.
+type errorBody struct {
+	Error errorJSON `json:"error"`
+}
+
+type errorJSON struct {
+	Code    Code   `json:"code"`
+	Message string `json:"message"`
+	// Status is the driver's current status, on illegal_transition when known.
+	Status driver.Status `json:"status,omitempty"`
+}
+
+// describe classifies err for a response body, logging it if unexpected.
+// Batch answers use it for per-item failures inside a 200.
+func (a *api) describe(r *http.Request, err error, attrs ...slog.Attr) (problem, errorJSON) {
+	p := classify(err)
+	if p.unexpected {
+		attrs = append(attrs, slog.String("route", r.Pattern), slog.String("request_id", RequestID(r.Context())), slog.Any("err", err))
+		a.log.LogAttrs(r.Context(), slog.LevelError, "unexpected error", attrs...)
+	}
+	return p, errorJSON{Code: p.code, Message: p.message, Status: p.current}
+}
+
+// fail writes err as an error response. It is the only writer of error
+// statuses in the package.
+func (a *api) fail(w http.ResponseWriter, r *http.Request, err error) {
+	p, body := a.describe(r, err)
+	if p.allow != "" {
+		w.Header().Set("Allow", p.allow)
+	}
+	if p.status == http.StatusServiceUnavailable {
+		w.Header().Set("Retry-After", "1")
+	}
+	b, err := json.Marshal(errorBody{Error: body})
+	if err != nil { // cannot happen: the body is strings only
+		b = []byte(`{"error":{"code":"internal","message":"internal error"}}`)
+	}
+	writeBody(w, p.status, b)
+}

@@ -1,0 +1,88 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/apollo-platform/apollo/internal/driver"
+)
+
+// driverJSON is a driver on the wire. Times are RFC 3339 in UTC; zero
+// times and an empty booking are left out.
+type driverJSON struct {
+	ID            string        `json:"id"`
+	Services      []string      `json:"services"`
+	Status        driver.Status `json:"status"`
+	Location      locationJSON  `json:"location"`
+	LastHeartbeat time.Time     `json:"last_heartbeat,omitzero"`
+	BookingID     string        `json:"booking_id,omitempty"`
+	ReservedUntil time.Time     `json:"reserved_until,omitzero"`
+	Accepted      bool          `json:"accepted"`
+	Version       int64         `json:"version"`
+	// Available is true when, at the moment the response was made (by
+	// this server's clock), the driver could be offered a booking for at
+	// least one of its services: status available, at least one service,
+	// and a heartbeat no older than Rules.StaleAfter. It is a snapshot for
+	// display and debugging; dispatch decides again when it reserves.
+	Available bool `json:"available"`
+}
+
+type locationJSON struct {
+	Lat float64 `json:"lat"`
+	Lng float64 `json:"lng"`
+}
+
+func newDriverJSON(d driver.Driver, rules driver.Rules, now time.Time) driverJSON {
+	services := d.Services
+	if services == nil {
+		services = []string{} // always an array, never null
+	}
+	return driverJSON{
+		ID:            d.ID,
+		Services:      services,
+		Status:        d.Status,
+		Location:      locationJSON{Lat: d.Location.Lat, Lng: d.Location.Lng},
+		LastHeartbeat: d.LastHeartbeat.UTC(),
+		BookingID:     d.BookingID,
+		ReservedUntil: d.ReservedUntil.UTC(),
+		Accepted:      d.Accepted,
+		Version:       d.Version,
+		Available:     availableForAny(d, rules, now),
+	}
+}
+
+// availableForAny reports whether rules make d available for any service
+// it offers.
+func availableForAny(d driver.Driver, rules driver.Rules, now time.Time) bool {
+	for _, s := range d.Services {
+		if rules.Available(d, now, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// respond writes v as a 200 response. v is marshalled before anything is
+// written, so a value that cannot be encoded (a NaN from the store, say)
+// still becomes a clean 500 instead of a half-written 200.
+func (a *api) respond(w http.ResponseWriter, r *http.Request, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		a.fail(w, r, fmt.Errorf("encode response: %w", err))
+		return
+	}
+	writeBody(w, http.StatusOK, b)
+}
+
+// writeBody writes an encoded JSON body with its status.
+func writeBody(w http.ResponseWriter, status int, b []byte) {
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Content-Length", strconv.Itoa(len(b)+1))
+	w.WriteHeader(status)
+	_, _ = w.Write(append(b, '\n')) // a failed write means the client left; nothing to tell it
+}
