@@ -53,7 +53,7 @@ func (p Plan) Validate() error {
 
 // sample is one call as a worker saw it.
 type sample struct {
-	at      time.Duration // since the start of the run
+	at      time.Duration // when it ended, since the start of the run
 	latency time.Duration
 	ok      int
 	of      int
@@ -111,8 +111,10 @@ func work(ctx context.Context, plan Plan, keys []string, read Reader, start time
 		ok := read(cctx, batch)
 		lat := time.Since(t0)
 		cancel()
-		out = append(out, sample{at: at, latency: lat, ok: ok, of: len(batch)})
-		live.add(at, lat, ok == len(batch))
+		// A call counts in the second it ended: a second in which nothing
+		// completes shows as a second with no successful call.
+		out = append(out, sample{at: at + lat, latency: lat, ok: ok, of: len(batch)})
+		live.add(at+lat, lat, ok == len(batch))
 	}
 }
 

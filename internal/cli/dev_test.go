@@ -1,0 +1,100 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// redisUnder lists redis-server processes whose working directory is under dir.
+func redisUnder(dir string) []string {
+	var out []string
+	procs, _ := filepath.Glob("/proc/[0-9]*")
+	for _, p := range procs {
+		comm, err := os.ReadFile(filepath.Join(p, "comm"))
+		if err != nil || !strings.HasPrefix(string(comm), "redis-server") {
+			continue
+		}
+		if cwd, err := os.Readlink(filepath.Join(p, "cwd")); err == nil && strings.HasPrefix(cwd, dir) {
+			out = append(out, filepath.Base(p))
+		}
+	}
+	return out
+}
+
+func waitForFile(t *testing.T, path string, d time.Duration, done <-chan int, stderr *bytes.Buffer) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for {
+		if _, err := os.Stat(path); err == nil {
+			return
+		}
+		select {
+		case code := <-done:
+			t.Fatalf("command exited with %d before writing %s; stderr: %s", code, path, stderr.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s not written after %s", path, d)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func TestDevServesTheFleetAndStopsCleanly(t *testing.T) {
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	state := filepath.Join(tmp, "dev.json")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var out, errb bytes.Buffer
+	done := make(chan int, 1)
+	go func() {
+		done <- Run(ctx, []string{"dev", "--drivers", "300", "--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0", "--state-file", state, "--log-level", "warn"}, &out, &errb)
+	}()
+	waitForFile(t, state, 90*time.Second, done, &errb)
+	var st devState
+	b, _ := os.ReadFile(state)
+	if err := json.Unmarshal(b, &st); err != nil || len(st.Nodes) != 9 {
+		t.Fatalf("state file %s: %v", b, err)
+	}
+	for _, path := range []string{st.APIURL + "/v1/drivers/drv-000001", st.AdminURL + "/readyz", st.AdminURL + "/metrics",
+		st.APIURL + "/v1/drivers/nearby?lat=1.35&lng=103.82&radius_m=20000&service=car&limit=5"} {
+		resp, err := http.Get(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			t.Errorf("GET %s = %d: %s", path, resp.StatusCode, body)
+		}
+		if strings.Contains(path, "nearby") && !strings.Contains(string(body), `"distance_m"`) {
+			t.Errorf("nearby found no driver in the seeded fleet: %s", body)
+		}
+	}
+	cancel()
+	select {
+	case code := <-done:
+		if code != 0 {
+			t.Errorf("dev exit code %d; stderr: %s", code, errb.String())
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatal("dev did not stop within 60s of Ctrl-C")
+	}
+	if left := redisUnder(tmp); len(left) > 0 {
+		t.Errorf("redis-server processes left after dev stopped: %v", left)
+	}
+	if !strings.Contains(out.String(), "curl") {
+		t.Errorf("dev printed no example requests:\n%s", out.String())
+	}
+	fmt.Fprint(io.Discard, out.String())
+}

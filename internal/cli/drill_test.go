@@ -1,0 +1,155 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/apollo-platform/apollo/internal/drill"
+)
+
+func runDrillForTest(t *testing.T, args ...string) (drill.Result, int, string) {
+	t.Helper()
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	out := filepath.Join(tmp, "report.json")
+	var stdout, stderr bytes.Buffer
+	// Latency is printed, not asserted: these machines are shared and noisy.
+	args = append(args, "--json", out, "--html", filepath.Join(tmp, "r.html"), "--slo-max-latency", "1h")
+	code := Run(context.Background(), append([]string{"drill"}, args...), &stdout, &stderr)
+	var res drill.Result
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatalf("no JSON report (exit %d): %v\n%s\n%s", code, err, stdout.String(), stderr.String())
+	}
+	if err := json.Unmarshal(b, &res); err != nil {
+		t.Fatal(err)
+	}
+	if left := redisUnder(tmp); len(left) > 0 {
+		t.Errorf("redis-server processes left after the drill: %v", left)
+	}
+	return res, code, stdout.String()
+}
+
+// TestDrillReproducesThe2019IncidentAndApolloSurvivesIt runs the drill of
+// the incident with all three configurations, briefly.
+func TestDrillReproducesThe2019IncidentAndApolloSurvivesIt(t *testing.T) {
+	for _, sc := range []string{"replica-crash", "replica-hang"} {
+		t.Run(sc, func(t *testing.T) {
+			res, code, out := runDrillForTest(t, "--scenario", sc, "--duration", "9s", "--fault-at", "3s", "--drivers", "2000", "--node-timeout", "2s", "--workers", "8")
+			t.Logf("\n%s", out[strings.LastIndex(out, "== "):])
+			byName := map[string]drill.Report{}
+			for _, r := range res.Configs {
+				byName[r.Name] = r
+			}
+			legacy, apollo := byName["legacy-2019"], byName["apollo"]
+			if len(res.Configs) != 3 || byName["go-redis-v9"].Calls == 0 {
+				t.Fatalf("configs = %d, want legacy-2019, go-redis-v9 and apollo", len(res.Configs))
+			}
+			below := 0
+			for _, s := range legacy.PerSecond {
+				if s.Fault && s.SuccessRatio() < 0.5 {
+					below++
+				}
+			}
+			if below < 4 {
+				t.Errorf("legacy-2019: only %d fault seconds below 50%% call success, want the incident", below)
+			}
+			if apollo.CallSuccessRatio < 0.9999 || code != 0 || !res.SLO.Passed {
+				t.Errorf("apollo: call success %.5f, exit %d, SLO %+v", apollo.CallSuccessRatio, code, res.SLO)
+			}
+		})
+	}
+}
+
+// TestDrillOtherScenariosRunEndToEnd runs the remaining scenarios against
+// apollo alone, briefly: each must inject, heal and report.
+func TestDrillOtherScenariosRunEndToEnd(t *testing.T) {
+	for _, sc := range []string{"primary-crash", "slow-replica", "reshard", "full-outage"} {
+		t.Run(sc, func(t *testing.T) {
+			res, code, out := runDrillForTest(t, "--scenario", sc, "--configs", "apollo", "--duration", "10s", "--fault-at", "3s", "--drivers", "2000", "--node-timeout", "2s", "--workers", "8")
+			if len(res.Configs) != 1 || res.Configs[0].Calls == 0 || res.Fault == "" {
+				t.Fatalf("report: %+v", res)
+			}
+			r := res.Configs[0]
+			t.Logf("%s: %s, call success %.4f%%, max %.1f ms, exit %d", sc, res.Fault, 100*r.CallSuccessRatio, r.MaxMs, code)
+			if sc == "full-outage" {
+				last := r.PerSecond[len(r.PerSecond)-1]
+				if last.SuccessRatio() < 0.99 {
+					t.Errorf("full-outage: not recovered in the last second: %+v\n%s", last, out)
+				}
+				return
+			}
+			if sc != "primary-crash" && r.CallSuccessRatio < 0.9999 {
+				t.Errorf("%s: call success %.5f, want ≥ 99.99%%\n%s", sc, r.CallSuccessRatio, out)
+			}
+		})
+	}
+}
+
+func TestDrillRejectsBadFlags(t *testing.T) {
+	tests := []struct{ args, want string }{
+		{"--scenario meteor", "unknown scenario"},
+		{"--configs apollo,jedis", "unknown config"},
+		{"--workers 0", "workers must be within"},
+		{"--fault-at 2m --duration 1m", "fault-at must be"},
+		{"--redis-addrs 127.0.0.1:1", "not supported yet"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.args, func(t *testing.T) {
+			code, _, stderr := run(t, context.Background(), append([]string{"drill"}, strings.Fields(tt.args)...)...)
+			if code != exitUsage || !strings.Contains(stderr, tt.want) {
+				t.Errorf("exit %d, stderr %q; want usage error with %q", code, stderr, tt.want)
+			}
+		})
+	}
+}
+
+func TestDrillInterruptedLeavesNoProcess(t *testing.T) {
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan int, 1)
+	var stdout syncBuffer
+	var stderr bytes.Buffer
+	go func() {
+		done <- Run(ctx, []string{"drill", "--scenario", "replica-hang", "--duration", "60s", "--drivers", "500", "--node-timeout", "2s"}, &stdout, &stderr)
+	}()
+	deadline := time.Now().Add(60 * time.Second)
+	for !strings.Contains(stdout.String(), "t=  3s") && time.Now().Before(deadline) {
+		time.Sleep(100 * time.Millisecond)
+	}
+	cancel()
+	select {
+	case <-done:
+	case <-time.After(60 * time.Second):
+		t.Fatal("drill did not stop within 60s of cancellation")
+	}
+	if left := redisUnder(tmp); len(left) > 0 {
+		t.Errorf("redis-server processes left after an interrupted drill: %v", left)
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe to read while another goroutine writes.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
