@@ -20,6 +20,9 @@ type Config struct {
 	Drivers  int
 	Cluster  localcluster.Config
 	SLO      SLO
+	// RedisAddrs, if set, drills this existing cluster instead of starting
+	// local ones (only replica-hang, through CLIENT PAUSE).
+	RedisAddrs []string
 }
 
 // DefaultConfig is the 2019 incident: 3 × 2 cluster, 16 workers, pipelines
@@ -76,6 +79,13 @@ func Execute(ctx context.Context, cfg Config, out io.Writer, log *slog.Logger) (
 	}
 	res := Result{Scenario: string(cfg.Scenario), Workers: cfg.Plan.Workers, Pipeline: cfg.Plan.Pipeline,
 		Duration: cfg.Plan.Duration.Seconds(), FaultAtS: cfg.Plan.FaultAt.Seconds(), HealAtS: cfg.Plan.HealAt.Seconds()}
+	if len(cfg.RedisAddrs) > 0 {
+		if err := executeExternal(ctx, cfg, cfg.RedisAddrs, out, log, &res); err != nil {
+			return res, err
+		}
+		res.SLO = cfg.SLO.Judge(res.Configs)
+		return res, nil
+	}
 	for _, name := range cfg.Configs {
 		rep, fault, err := runConfig(ctx, cfg, name, out, log)
 		if err != nil {

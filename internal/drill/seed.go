@@ -20,6 +20,11 @@ func driverRules() driver.Rules { return driver.DefaultRules() }
 // driver store (heartbeat, then go_online), 16 at a time, and waits until
 // every replica holds them, so that replica reads see them all.
 func seedDrivers(ctx context.Context, addrs []string, n int, replicas int) ([]string, error) {
+	return seedDriversWith(ctx, addrs, n, replicas, sim.ID)
+}
+
+// seedDriversWith is seedDrivers with the ids named by id(i).
+func seedDriversWith(ctx context.Context, addrs []string, n int, replicas int, id func(int) string) ([]string, error) {
 	cfg := redisroute.DefaultConfig()
 	cfg.Addrs, cfg.Policy, cfg.CallTimeout = addrs, redisroute.Primary, 5*time.Second
 	r, err := redisroute.New(ctx, cfg, nil, nil)
@@ -33,7 +38,7 @@ func seedDrivers(ctx context.Context, addrs []string, n int, replicas int) ([]st
 	}
 	ids := make([]string, n)
 	for i := range ids {
-		ids[i] = sim.ID(i)
+		ids[i] = id(i)
 	}
 	city := sim.Singapore()
 	const workers = 16

@@ -57,17 +57,25 @@ func WriteSVG(w io.Writer, res Result) error {
 		if color == "" {
 			color = "#1f77b4"
 		}
-		var ok, lat []string
+		var ok []string
+		var lat [][]string // a second with no completed call breaks the latency line
+		lat = append(lat, nil)
 		for _, s := range r.PerSecond {
+			ok = append(ok, fmt.Sprintf("%.1f,%.1f", x(float64(s.T)+0.5), yOK(s.SuccessRatio())))
 			if s.Calls == 0 {
-				ok = append(ok, fmt.Sprintf("%.1f,%.1f", x(float64(s.T)+0.5), yOK(0)))
+				lat = append(lat, nil)
 				continue
 			}
-			ok = append(ok, fmt.Sprintf("%.1f,%.1f", x(float64(s.T)+0.5), yOK(s.SuccessRatio())))
-			lat = append(lat, fmt.Sprintf("%.1f,%.1f", x(float64(s.T)+0.5), yLat(s.P99Ms)))
+			lat[len(lat)-1] = append(lat[len(lat)-1], fmt.Sprintf("%.1f,%.1f", x(float64(s.T)+0.5), yLat(s.P99Ms)))
 		}
 		fmt.Fprintf(&b, `<polyline fill="none" stroke="%s" stroke-width="2" points="%s"/>`, color, strings.Join(ok, " "))
-		fmt.Fprintf(&b, `<polyline fill="none" stroke="%s" stroke-width="2" points="%s"/>`, color, strings.Join(lat, " "))
+		for _, seg := range lat {
+			if len(seg) == 1 {
+				fmt.Fprintf(&b, `<circle cx="%s" r="2.5" fill="%s"/>`, strings.Replace(seg[0], ",", `" cy="`, 1), color)
+			} else if len(seg) > 1 {
+				fmt.Fprintf(&b, `<polyline fill="none" stroke="%s" stroke-width="2" points="%s"/>`, color, strings.Join(seg, " "))
+			}
+		}
 		lx := padL + 10 + i*260
 		fmt.Fprintf(&b, `<rect x="%d" y="%d" width="14" height="4" fill="%s"/><text x="%d" y="%d">%s: %.2f%% ok, max %.0f ms</text>`,
 			lx, svgH-22, color, lx+20, svgH-16, esc(r.Name), 100*r.CallSuccessRatio, r.MaxMs)

@@ -19,6 +19,7 @@ type Cluster struct {
 	cfg   Config
 	dir   string
 	nodes []*Node
+	tls   *tlsFiles
 
 	mu     sync.Mutex
 	closed bool
@@ -69,6 +70,12 @@ func startOnce(ctx context.Context, cfg Config, bin string) (*Cluster, error) {
 		return nil, fmt.Errorf("create cluster directory: %w", err)
 	}
 	c := &Cluster{cfg: cfg, dir: dir}
+	if cfg.TLS {
+		if c.tls, err = writeTLSFiles(dir); err != nil {
+			c.Close()
+			return nil, fmt.Errorf("make TLS certificates: %w", err)
+		}
+	}
 	if err := c.launch(ctx, bin); err != nil {
 		c.Close()
 		return nil, err
@@ -102,7 +109,7 @@ func (c *Cluster) launch(ctx context.Context, bin string) error {
 			opts:    opts,
 		}
 		nd.conf = filepath.Join(nd.Dir, "redis.conf")
-		if err := nd.writeConfig(c.cfg); err != nil {
+		if err := nd.writeConfig(c.cfg, c.tls); err != nil {
 			return fmt.Errorf("write node config: %w", err)
 		}
 		if err := nd.start(); err != nil {
@@ -127,6 +134,7 @@ func shardOf(i int, cfg Config) int {
 
 func (c *Cluster) clientOptions() *redis.Options {
 	return &redis.Options{
+		TLSConfig:       c.TLSConfig(),
 		Username:        c.cfg.User,
 		Password:        c.cfg.Password,
 		DialTimeout:     500 * time.Millisecond,

@@ -26,6 +26,9 @@ type Config struct {
 	// User, when set with Password, is an ACL user with full access that
 	// replicas also authenticate as (masteruser).
 	User string
+	// TLS serves clients, the cluster bus and replication over TLS only,
+	// with a throwaway CA (see Cluster.TLSConfig and Cluster.CAFile).
+	TLS bool
 	// ExtraArgs are appended to every node's configuration, as
 	// "directive value" lines (for example "maxmemory 64mb").
 	ExtraArgs []string
@@ -57,6 +60,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.BoolVar(&c.AOF, "aof", c.AOF, "enable append-only-file persistence")
 	fs.StringVar(&c.Password, "password", c.Password, "require this password from clients (requirepass/masterauth)")
 	fs.StringVar(&c.User, "user", c.User, "with --password: also create this ACL user and replicate as it")
+	fs.BoolVar(&c.TLS, "tls", c.TLS, "serve clients, the cluster bus and replication over TLS only (throwaway CA)")
 	fs.StringVar(&c.Dir, "dir", c.Dir, "parent directory for the nodes' directories (default: the system temp dir)")
 	fs.StringVar(&c.RedisServer, "redis-server", c.RedisServer, "path of the redis-server binary (default: looked up on PATH)")
 }

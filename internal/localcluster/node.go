@@ -83,9 +83,8 @@ func (n *Node) Client() *redis.Client {
 	return redis.NewClient(&o)
 }
 
-func (n *Node) writeConfig(c Config) error {
+func (n *Node) writeConfig(c Config, t *tlsFiles) error {
 	lines := []string{
-		"port " + strconv.Itoa(portOf(n.Addr)),
 		"bind 127.0.0.1",
 		"cluster-enabled yes",
 		"cluster-port " + strconv.Itoa(n.BusPort),
@@ -101,6 +100,12 @@ func (n *Node) writeConfig(c Config) error {
 		// Replicas appear in CLUSTER SLOTS only once their replication offset
 		// moves; a 1 s replication ping moves it without waiting 10 s.
 		"repl-ping-replica-period 1",
+	}
+	if t != nil {
+		lines = append(lines, "port 0", "tls-port "+strconv.Itoa(portOf(n.Addr)), "tls-cluster yes", "tls-replication yes",
+			"tls-cert-file "+t.cert, "tls-key-file "+t.key, "tls-ca-cert-file "+t.ca, "tls-auth-clients no")
+	} else {
+		lines = append(lines, "port "+strconv.Itoa(portOf(n.Addr)))
 	}
 	if c.AOF {
 		lines = append(lines, "appendonly yes", "appendfsync everysec")

@@ -40,3 +40,6 @@ func DriverKey(id string) string { return driverKey(id) }
 
 // DriverFields is the field list of a full driver read (HMGET).
 func DriverFields() []any { return append([]any(nil), driverFields...) }
+
+// GeoKey is the Redis key of a geo index cell, as stored in a driver's "cell" field.
+func GeoKey(cell string) string { return geoKey(cell) }

@@ -54,9 +54,11 @@ func newScript(src string) script {
 func (s script) run(ctx context.Context, r router, key string, args ...any) redisroute.Result {
 	cmd := redisroute.Cmd{Args: append([]any{"EVALSHA", s.sha, 1, key}, args...), Key: key, Write: true}
 	res := r.Exec(ctx, []redisroute.Cmd{cmd})[0]
-	if res.Err != nil && strings.Contains(res.Err.Error(), "NOSCRIPT") {
+	if res.Err != nil && isNoScript(res.Err) {
 		cmd.Args[0], cmd.Args[1] = "EVAL", s.src
 		res = r.Exec(ctx, []redisroute.Cmd{cmd})[0]
 	}
 	return res
 }
+
+func isNoScript(err error) bool { return strings.Contains(err.Error(), "NOSCRIPT") }

@@ -1,0 +1,251 @@
+package booking
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/apollo-platform/apollo/internal/driver"
+	"github.com/apollo-platform/apollo/internal/spampede"
+)
+
+// Admitter is the Spampede filter.
+type Admitter interface {
+	Admit(ctx context.Context, service string, lat, lng float64, now time.Time) spampede.Decision
+	RecordUnallocated(ctx context.Context, service string, lat, lng float64, now time.Time) error
+}
+
+// Allocator reserves a driver for a booking.
+type Allocator interface {
+	Allocate(ctx context.Context, bookingID, service string, pickup driver.Location, now time.Time) (driverID string, until time.Time, err error)
+}
+
+// Drivers releases a reservation that will not be used.
+type Drivers interface {
+	Release(ctx context.Context, driverID, bookingID string, expired bool, now time.Time) error
+}
+
+// Store persists bookings. Create is idempotent by booking ID; Update is a
+// compare-and-set on the version and keeps the open-bookings index (every
+// booking not yet final) in step.
+type Store interface {
+	Create(ctx context.Context, b Booking) (stored Booking, created bool, err error)
+	Get(ctx context.Context, id string) (Booking, error)
+	Update(ctx context.Context, old, next Booking) error
+	Open(ctx context.Context, limit int) ([]string, error)
+	Forget(ctx context.Context, id string) error
+}
+
+// Config tunes the pipeline.
+type Config struct {
+	// AllocationTimeout: a booking with no driver after this is unallocated
+	// (and counted by Spampede).
+	AllocationTimeout time.Duration
+	// ScanEvery is how often open bookings are picked up again: retried,
+	// expired, or resumed after a restart.
+	ScanEvery time.Duration
+	// Workers allocate in the background; Queue bounds their backlog.
+	Workers, Queue int
+}
+
+// DefaultConfig returns the defaults.
+func DefaultConfig() Config {
+	return Config{AllocationTimeout: 30 * time.Second, ScanEvery: time.Second, Workers: 4, Queue: 1024}
+}
+
+// Validate reports an unusable config.
+func (c Config) Validate() error {
+	if c.AllocationTimeout <= 0 || c.ScanEvery <= 0 || c.Workers < 1 || c.Queue < 1 {
+		return errors.New("booking: allocation timeout, scan interval, workers and queue must be positive")
+	}
+	return nil
+}
+
+// Service runs the booking pipeline. Start it to run background allocation;
+// Stop waits for its goroutines.
+type Service struct {
+	cfg    Config
+	admit  Admitter
+	alloc  Allocator
+	store  Store
+	driver Drivers
+	log    *slog.Logger
+	now    func() time.Time
+
+	queue chan string
+	stop  chan struct{}
+	wg    sync.WaitGroup
+	once  sync.Once
+}
+
+// NewService wires the pipeline.
+func NewService(cfg Config, a Admitter, al Allocator, s Store, d Drivers, now func() time.Time, log *slog.Logger) (*Service, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Service{cfg: cfg, admit: a, alloc: al, store: s, driver: d, log: log, now: now,
+		queue: make(chan string, cfg.Queue), stop: make(chan struct{})}, nil
+}
+
+// ID is the booking ID for a rider's idempotency key: the same key always
+// names the same booking, so a retry can only find it, never make another.
+func ID(riderID, idemKey string) string {
+	if idemKey == "" {
+		var b [12]byte
+		_, _ = rand.Read(b[:])
+		return "bk-" + hex.EncodeToString(b[:])
+	}
+	sum := sha256.Sum256([]byte(riderID + "\x00" + idemKey))
+	return "bk-" + hex.EncodeToString(sum[:12])
+}
+
+// Create runs the pipeline for a request: a retry with the same
+// idempotency key returns the stored booking; Spampede may turn it away
+// (HighDemandError) before anything is stored or any driver looked at;
+// otherwise the booking is stored as searching and one allocation is tried
+// at once; if it finds no driver, the workers keep trying until the
+// allocation timeout.
+func (s *Service) Create(ctx context.Context, req Request) (Booking, error) {
+	if err := req.Validate(); err != nil {
+		return Booking{}, err
+	}
+	now := s.now()
+	id := ID(req.RiderID, req.IdempotencyKey)
+	if req.IdempotencyKey != "" {
+		if b, err := s.store.Get(ctx, id); err == nil {
+			return b, nil
+		} else if !errors.Is(err, ErrNotFound) {
+			return Booking{}, err
+		}
+	}
+	d := s.admit.Admit(ctx, req.Service, req.Pickup.Lat, req.Pickup.Lng, now)
+	if !d.Admit() {
+		return Booking{}, &HighDemandError{RetryAfter: d.RetryAfter, Cell: d.Cell.String()}
+	}
+	b := Booking{ID: id, RiderID: req.RiderID, Service: req.Service, Pickup: req.Pickup, Dropoff: req.Dropoff,
+		Status: Searching, CreatedAt: now, UpdatedAt: now, Deadline: now.Add(s.cfg.AllocationTimeout)}
+	stored, created, err := s.store.Create(ctx, b)
+	if err != nil || !created {
+		return stored, err
+	}
+	if next, err := s.tryAllocate(ctx, stored); err == nil {
+		return next, nil
+	}
+	s.enqueue(stored.ID)
+	return stored, nil
+}
+
+// tryAllocate reserves a driver and records it on the booking. If the
+// booking changed meanwhile, the reservation is released.
+func (s *Service) tryAllocate(ctx context.Context, b Booking) (Booking, error) {
+	now := s.now()
+	driverID, until, err := s.alloc.Allocate(ctx, b.ID, b.Service, b.Pickup, now)
+	if err != nil {
+		return b, err
+	}
+	next, err := transition(b, Allocated, now)
+	if err != nil {
+		return b, err
+	}
+	next.DriverID, next.ReservedUntil = driverID, until
+	if err := s.store.Update(ctx, b, next); err != nil {
+		if rerr := s.driver.Release(context.WithoutCancel(ctx), driverID, b.ID, false, now); rerr != nil {
+			s.log.Warn("release driver after a lost booking update", "driver", driverID, "booking", b.ID, "err", rerr)
+		}
+		return b, err
+	}
+	return next, nil
+}
+
+func (s *Service) enqueue(id string) {
+	select {
+	case s.queue <- id:
+	default: // the next scan picks it up
+	}
+}
+
+// Get returns a booking.
+func (s *Service) Get(ctx context.Context, id string) (Booking, error) {
+	if err := driver.ValidateID(id); err != nil {
+		return Booking{}, err
+	}
+	return s.store.Get(ctx, id)
+}
+
+// Wait returns the booking once its version differs from `seen`, or when
+// ctx ends (then with the booking as it is). It is the long poll of
+// GET /v1/bookings/{id}?wait=.
+func (s *Service) Wait(ctx context.Context, id string, seen int64) (Booking, error) {
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		b, err := s.Get(context.WithoutCancel(ctx), id)
+		if err != nil || b.Version != seen || b.Status.Final() {
+			return b, err
+		}
+		select {
+		case <-ctx.Done():
+			return b, nil
+		case <-tick.C:
+		}
+	}
+}
+
+// Cancel cancels a booking that has no accepted driver yet, freeing a
+// reserved driver.
+func (s *Service) Cancel(ctx context.Context, id string) (Booking, error) {
+	b, err := s.Get(ctx, id)
+	if err != nil {
+		return b, err
+	}
+	now := s.now()
+	next, err := transition(b, Cancelled, now)
+	if err != nil {
+		return b, err
+	}
+	if err := s.store.Update(ctx, b, next); err != nil {
+		return b, err
+	}
+	if b.DriverID != "" {
+		if err := s.driver.Release(ctx, b.DriverID, b.ID, false, now); err != nil {
+			s.log.Warn("release driver of a cancelled booking", "driver", b.DriverID, "booking", id, "err", err)
+		}
+	}
+	return next, nil
+}
+
+// DriverResponded moves a booking on after its driver accepted or declined
+// (the driver's own state has already changed).
+func (s *Service) DriverResponded(ctx context.Context, bookingID, driverID string, accepted bool) error {
+	b, err := s.store.Get(ctx, bookingID)
+	if err != nil {
+		return err
+	}
+	if b.Status != Allocated || b.DriverID != driverID {
+		return fmt.Errorf("%w: booking %s is %s with driver %q", ErrIllegal, b.ID, b.Status, b.DriverID)
+	}
+	to := Searching
+	if accepted {
+		to = Accepted
+	}
+	next, err := transition(b, to, s.now())
+	if err != nil {
+		return err
+	}
+	if err := s.store.Update(ctx, b, next); err != nil {
+		return err
+	}
+	if !accepted {
+		s.enqueue(b.ID)
+	}
+	return nil
+}

@@ -1,0 +1,178 @@
+package redisstore
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/apollo-platform/apollo/internal/booking"
+	"github.com/apollo-platform/apollo/internal/redisroute"
+)
+
+// Booking keys:
+//
+//	apollo:bk:{<id>}    hash  json (the booking), v (version)
+//	apollo:bk:open      zset  bookings not yet final, scored by deadline (ms)
+func bookingKey(id string) string { return "apollo:bk:{" + id + "}" }
+
+const openBookingsKey = "apollo:bk:open"
+
+// bookingTTL: bookings are kept a week, then Redis drops them.
+const bookingTTL = 7 * 24 * time.Hour
+
+// createBookingScript stores a booking unless one with its ID exists
+// (an idempotent retry): {1, json} when created, {0, stored json} if not.
+const createBookingScript = `
+local cur = redis.call('HGET', KEYS[1], 'json')
+if cur then return {0, cur} end
+redis.call('HSET', KEYS[1], 'json', ARGV[1], 'v', 1)
+redis.call('EXPIRE', KEYS[1], ARGV[2])
+return {1, ARGV[1]}
+`
+
+// updateBookingScript writes a booking only if its version is the one the
+// caller read: {1} or {0, current version}.
+const updateBookingScript = `
+local v = tonumber(redis.call('HGET', KEYS[1], 'v') or '-1')
+if v ~= tonumber(ARGV[1]) then return {0, v} end
+redis.call('HSET', KEYS[1], 'json', ARGV[2], 'v', v + 1)
+return {1, v + 1}
+`
+
+// Bookings implements booking.Store on Redis.
+type Bookings struct {
+	r      router
+	create script
+	update script
+	// Acks is how many replicas must acknowledge a new booking before it is
+	// reported as created (WAIT); 0 on a cluster without replicas.
+	acks int
+}
+
+// NewBookings returns the booking store; acks replicas must confirm writes.
+func NewBookings(r router, acks int) *Bookings {
+	return &Bookings{r: r, create: newScript(createBookingScript), update: newScript(updateBookingScript), acks: acks}
+}
+
+// Create stores b (version 1) unless its ID exists. A write the replicas
+// did not confirm is an error (redisroute.ErrUnconfirmed inside
+// ErrUnavailable): the booking is on the primary but could be lost in a
+// failover, so it is not reported as created; a retry with the same
+// idempotency key finds it.
+func (s *Bookings) Create(ctx context.Context, b booking.Booking) (booking.Booking, bool, error) {
+	b.Version = 1
+	raw, err := json.Marshal(b)
+	if err != nil {
+		return b, false, err
+	}
+	key := bookingKey(b.ID)
+	cmd := redisroute.Cmd{Args: []any{"EVALSHA", s.create.sha, 1, key, string(raw), int64(bookingTTL / time.Second)}, Key: key, Write: true, Acks: s.acks}
+	res := s.r.Exec(ctx, []redisroute.Cmd{cmd})[0]
+	if res.Err != nil && isNoScript(res.Err) {
+		cmd.Args[0], cmd.Args[1] = "EVAL", s.create.src
+		res = s.r.Exec(ctx, []redisroute.Cmd{cmd})[0]
+	}
+	if res.Err != nil {
+		return b, false, storeErr(res.Err)
+	}
+	reply, _ := res.Val.([]any)
+	if len(reply) != 2 {
+		return b, false, fmt.Errorf("create booking: unexpected reply %v", res.Val)
+	}
+	created, _ := reply[0].(int64)
+	stored, err := decodeBooking(reply[1])
+	if err != nil {
+		return b, false, err
+	}
+	if created == 1 {
+		s.index(ctx, stored)
+	}
+	return stored, created == 1, nil
+}
+
+// Get reads a booking from its primary (read-your-writes for the rider).
+func (s *Bookings) Get(ctx context.Context, id string) (booking.Booking, error) {
+	key := bookingKey(id)
+	res := s.r.Exec(ctx, []redisroute.Cmd{{Args: []any{"HMGET", key, "json", "v"}, Key: key, Fresh: true}})[0]
+	if res.Err != nil {
+		return booking.Booking{}, storeErr(res.Err)
+	}
+	vals, _ := res.Val.([]any)
+	if len(vals) != 2 || vals[0] == nil {
+		return booking.Booking{}, fmt.Errorf("booking %s: %w", id, booking.ErrNotFound)
+	}
+	b, err := decodeBooking(vals[0])
+	if err != nil {
+		return b, err
+	}
+	b.Version = toInt(vals[1])
+	return b, nil
+}
+
+// Update writes next if the stored version is still old's, and keeps the
+// open-bookings index in step.
+func (s *Bookings) Update(ctx context.Context, old, next booking.Booking) error {
+	next.Version = old.Version + 1
+	raw, err := json.Marshal(next)
+	if err != nil {
+		return err
+	}
+	res := s.update.run(ctx, s.r, bookingKey(old.ID), old.Version, string(raw))
+	if res.Err != nil {
+		return storeErr(res.Err)
+	}
+	reply, _ := res.Val.([]any)
+	if len(reply) < 1 {
+		return fmt.Errorf("update booking: unexpected reply %v", res.Val)
+	}
+	if ok, _ := reply[0].(int64); ok != 1 {
+		return fmt.Errorf("booking %s: %w", old.ID, ErrConflict)
+	}
+	s.index(ctx, next)
+	return nil
+}
+
+// index adds an open booking to the open index, or removes a final one.
+// Best effort: the scan re-reads every booking it finds there.
+func (s *Bookings) index(ctx context.Context, b booking.Booking) {
+	if b.Status.Final() {
+		s.Forget(ctx, b.ID)
+		return
+	}
+	s.r.Exec(ctx, []redisroute.Cmd{redisroute.Write("ZADD", openBookingsKey, b.Deadline.UnixMilli(), b.ID)})
+}
+
+// Forget removes a booking from the open index.
+func (s *Bookings) Forget(ctx context.Context, id string) error {
+	return s.r.Exec(ctx, []redisroute.Cmd{redisroute.Write("ZREM", openBookingsKey, id)}).Err()
+}
+
+// Open lists up to limit open bookings, earliest deadline first.
+func (s *Bookings) Open(ctx context.Context, limit int) ([]string, error) {
+	res := s.r.Exec(ctx, []redisroute.Cmd{{Args: []any{"ZRANGE", openBookingsKey, 0, limit - 1}, Key: openBookingsKey, Fresh: true}})[0]
+	if res.Err != nil {
+		return nil, storeErr(res.Err)
+	}
+	vals, _ := res.Val.([]any)
+	ids := make([]string, 0, len(vals))
+	for _, v := range vals {
+		if id, ok := v.(string); ok {
+			ids = append(ids, id)
+		}
+	}
+	return ids, nil
+}
+
+func decodeBooking(v any) (booking.Booking, error) {
+	var b booking.Booking
+	raw, ok := v.(string)
+	if !ok {
+		return b, errors.New("booking record: not a string")
+	}
+	if err := json.Unmarshal([]byte(raw), &b); err != nil {
+		return b, fmt.Errorf("booking record: %w", err)
+	}
+	return b, nil
+}

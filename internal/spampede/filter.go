@@ -1,0 +1,242 @@
+package spampede
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/apollo-platform/apollo/internal/geocell"
+)
+
+// Key names a counter: a service in a cell.
+type Key struct {
+	Service string
+	Cell    geocell.Cell
+}
+
+func (k Key) String() string { return k.Service + ":" + k.Cell.String() }
+
+// Store keeps the counters. Implementations must make Record atomic per
+// key and never leave a key without its TTL.
+type Store interface {
+	// Counts returns key's counts in bucket and in bucket-1.
+	Counts(ctx context.Context, key Key, bucket int64) (cur, prev int64, err error)
+	// Record adds one to every key's count in bucket; each key expires ttl later.
+	Record(ctx context.Context, keys []Key, bucket int64, ttl time.Duration) error
+}
+
+// Config tunes the filter's behaviour around its store.
+type Config struct {
+	// StoreTimeout bounds the admission read: past it, the booking is
+	// admitted (fail open) and counted.
+	StoreTimeout time.Duration
+	// BreakerFailures consecutive store failures open the breaker: for
+	// BreakerCooldown, admission does not even try the store.
+	BreakerFailures int
+	BreakerCooldown time.Duration
+	// MaxTrippedCells bounds the in-memory cache of tripped cells.
+	MaxTrippedCells int
+}
+
+// DefaultConfig returns the defaults.
+func DefaultConfig() Config {
+	return Config{StoreTimeout: 10 * time.Millisecond, BreakerFailures: 5, BreakerCooldown: time.Second, MaxTrippedCells: 100_000}
+}
+
+// Validate reports an unusable config.
+func (c Config) Validate() error {
+	if c.StoreTimeout <= 0 || c.BreakerFailures < 1 || c.BreakerCooldown <= 0 || c.MaxTrippedCells < 1 {
+		return errors.New("spampede: store timeout, breaker failures, breaker cooldown and max tripped cells must be positive")
+	}
+	return nil
+}
+
+// tripped is a cell turned away until `until`.
+type tripped struct {
+	until  time.Time
+	rule   string
+	shadow bool
+	count  float64
+}
+
+// Filter decides admissions. It is safe for concurrent use.
+type Filter struct {
+	cfg     Config
+	store   Store
+	obs     Observer
+	rules   atomic.Pointer[RuleSet]
+	breaker breaker
+
+	mu    sync.Mutex
+	cells map[Key]tripped
+}
+
+// New returns a filter with rules rs. obs may be nil.
+func New(cfg Config, store Store, rs RuleSet, obs Observer) (*Filter, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if obs == nil {
+		obs = NopObserver{}
+	}
+	f := &Filter{cfg: cfg, store: store, obs: obs, cells: map[Key]tripped{}, breaker: breaker{failures: cfg.BreakerFailures, cooldown: cfg.BreakerCooldown}}
+	if err := f.SetRules(rs); err != nil {
+		return nil, err
+	}
+	return f, nil
+}
+
+// SetRules swaps the rules in; in-flight decisions finish with the old ones.
+func (f *Filter) SetRules(rs RuleSet) error {
+	if err := rs.Validate(); err != nil {
+		return err
+	}
+	f.rules.Store(&rs)
+	return nil
+}
+
+// Rules returns the rules in force.
+func (f *Filter) Rules() RuleSet { return *f.rules.Load() }
+
+// Admit decides whether a booking for service at the pickup may enter the
+// pipeline at now. It never returns an error: when in doubt, it admits.
+func (f *Filter) Admit(ctx context.Context, service string, lat, lng float64, now time.Time) Decision {
+	rule, ok := f.Rules().Match(service, lat, lng)
+	if !ok {
+		return f.decide(Decision{Outcome: NoRule})
+	}
+	cell, err := geocell.Of(lat, lng, rule.CellBits)
+	if err != nil {
+		return f.decide(Decision{Outcome: NoRule})
+	}
+	key := Key{Service: service, Cell: cell}
+	d := Decision{Rule: rule.Name, Cell: cell}
+	if t, ok := f.cached(key, now); ok {
+		d.Count, d.RetryAfter = t.count, retryAfter(t.until, now)
+		d.Outcome = RejectedCached
+		if t.shadow {
+			d.Outcome = ShadowRejected
+		}
+		return f.decide(d)
+	}
+	if !f.breaker.allow(now) {
+		d.Outcome = FailOpen
+		return f.decide(d)
+	}
+	size := rule.bucketSize()
+	cctx, cancel := context.WithTimeout(ctx, f.cfg.StoreTimeout)
+	cur, prev, err := f.store.Counts(cctx, key, geocell.Bucket(now, size))
+	cancel()
+	f.breaker.record(now, err == nil)
+	if err != nil {
+		d.Outcome = FailOpen
+		return f.decide(d)
+	}
+	// The last bucket-length of time: all of this bucket, and the part of
+	// the previous one not yet a bucket-length ago.
+	d.Count = float64(cur) + float64(prev)*(1-geocell.BucketProgress(now, size))
+	if d.Count < float64(rule.Threshold) {
+		d.Outcome = Admitted
+		return f.decide(d)
+	}
+	until := now.Add(max(rule.holdDown(), time.Second))
+	f.trip(key, tripped{until: until, rule: rule.Name, shadow: rule.Shadow, count: d.Count}, now)
+	f.obs.Tripped()
+	d.RetryAfter = retryAfter(until, now)
+	d.Outcome = Rejected
+	if rule.Shadow {
+		d.Outcome = ShadowRejected
+	}
+	return f.decide(d)
+}
+
+func (f *Filter) decide(d Decision) Decision {
+	f.obs.Decided(d.Outcome)
+	return d
+}
+
+func retryAfter(until, now time.Time) time.Duration {
+	return time.Duration(math.Ceil(until.Sub(now).Seconds())) * time.Second
+}
+
+func (f *Filter) cached(k Key, now time.Time) (tripped, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	t, ok := f.cells[k]
+	if ok && !now.Before(t.until) {
+		delete(f.cells, k)
+		return t, false
+	}
+	return t, ok
+}
+
+func (f *Filter) trip(k Key, t tripped, now time.Time) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.cells) >= f.cfg.MaxTrippedCells {
+		for key, old := range f.cells {
+			if !now.Before(old.until) {
+				delete(f.cells, key)
+			}
+		}
+	}
+	if len(f.cells) < f.cfg.MaxTrippedCells {
+		f.cells[k] = t
+	}
+}
+
+// RecordUnallocated counts a booking that found no driver, in its cell's
+// bucket and in its 8 neighbours' (each cell counts its 3 × 3 block).
+func (f *Filter) RecordUnallocated(ctx context.Context, service string, lat, lng float64, now time.Time) error {
+	rule, ok := f.Rules().Match(service, lat, lng)
+	if !ok {
+		return nil
+	}
+	cell, err := geocell.Of(lat, lng, rule.CellBits)
+	if err != nil {
+		return err
+	}
+	keys := []Key{{Service: service, Cell: cell}}
+	for _, n := range cell.Neighbors() {
+		keys = append(keys, Key{Service: service, Cell: n})
+	}
+	size := rule.bucketSize()
+	// A bucket is read as "previous" during the next one: keep it two
+	// bucket-lengths, plus slack for clock skew between instances.
+	ttl := 2*size.Duration() + 10*time.Second
+	if err := f.store.Record(ctx, keys, geocell.Bucket(now, size), ttl); err != nil {
+		f.obs.RecordFailed()
+		return fmt.Errorf("spampede: record unallocated booking: %w", err)
+	}
+	return nil
+}
+
+// CellState is a tripped cell, for the admin API.
+type CellState struct {
+	Key    string    `json:"cell"`
+	Rule   string    `json:"rule"`
+	Count  float64   `json:"count"`
+	Until  time.Time `json:"until"`
+	Shadow bool      `json:"shadow"`
+}
+
+// TrippedCells lists up to top cells tripped at now, highest count first.
+func (f *Filter) TrippedCells(now time.Time, top int) []CellState {
+	f.mu.Lock()
+	var out []CellState
+	for k, t := range f.cells {
+		if now.Before(t.until) {
+			out = append(out, CellState{Key: k.String(), Rule: t.rule, Count: t.count, Until: t.until, Shadow: t.shadow})
+		}
+	}
+	f.mu.Unlock()
+	sortCells(out)
+	if len(out) > top {
+		out = out[:top]
+	}
+	return out
+}

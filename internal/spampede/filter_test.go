@@ -1,0 +1,268 @@
+package spampede
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/apollo-platform/apollo/internal/geocell"
+)
+
+// memStore is an in-memory Store; the Redis one is tested on a real cluster
+// in redisstore.
+type memStore struct {
+	mu     sync.Mutex
+	counts map[string]int64
+	err    error
+	delay  time.Duration
+	reads  int
+}
+
+func newMemStore() *memStore { return &memStore{counts: map[string]int64{}} }
+
+func (m *memStore) Counts(ctx context.Context, k Key, b int64) (int64, int64, error) {
+	m.mu.Lock()
+	m.reads++
+	err, delay := m.err, m.delay
+	cur, prev := m.counts[fmt.Sprint(k, b)], m.counts[fmt.Sprint(k, b-1)]
+	m.mu.Unlock()
+	if delay > 0 {
+		select {
+		case <-time.After(delay):
+		case <-ctx.Done():
+			return 0, 0, ctx.Err()
+		}
+	}
+	return cur, prev, err
+}
+
+func (m *memStore) Record(_ context.Context, keys []Key, b int64, _ time.Duration) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.err != nil {
+		return m.err
+	}
+	for _, k := range keys {
+		m.counts[fmt.Sprint(k, b)]++
+	}
+	return nil
+}
+
+var (
+	// t0 is the start of a 60 s bucket.
+	t0   = time.Unix(1_800_000_000-1_800_000_000%60, 0).UTC()
+	home = struct{ lat, lng float64 }{1.3000, 103.8000}
+)
+
+func testRules(edit func(*Rule)) RuleSet {
+	r := Rule{Name: "sg", MinLat: 1, MaxLat: 2, MinLng: 103, MaxLng: 105, CellBits: 30, BucketSeconds: 60, Threshold: 5, HoldDownSeconds: 30}
+	if edit != nil {
+		edit(&r)
+	}
+	return RuleSet{Version: 1, Rules: []Rule{r}}
+}
+
+func newFilter(t *testing.T, store Store, rs RuleSet) *Filter {
+	t.Helper()
+	f, err := New(DefaultConfig(), store, rs, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+func record(t *testing.T, f *Filter, n int, lat, lng float64, at time.Time) {
+	t.Helper()
+	for i := 0; i < n; i++ {
+		if err := f.RecordUnallocated(context.Background(), "car", lat, lng, at); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func TestFilterDecisions(t *testing.T) {
+	ctx := context.Background()
+	tests := []struct {
+		name     string
+		rules    func(*Rule)
+		recorded int           // unallocated bookings recorded at t0 at home
+		at       time.Duration // when the booking arrives, after t0
+		want     Outcome
+	}{
+		{"quiet cell admits", nil, 0, time.Second, Admitted},
+		{"one under the threshold admits", nil, 4, time.Second, Admitted},
+		{"at the threshold trips", nil, 5, time.Second, Rejected},
+		{"shadow rule admits and says so", func(r *Rule) { r.Shadow = true }, 5, time.Second, ShadowRejected},
+		// 5 recorded at t0; 15 s into the next bucket 3/4 of them still count: 3.75 < 5.
+		{"previous bucket is weighted, not dropped", nil, 5, 75 * time.Second, Admitted},
+		{"previous bucket still trips just after the boundary", nil, 6, 61 * time.Second, Rejected},
+		{"two buckets later the cell is quiet", nil, 5, 121 * time.Second, Admitted},
+		{"service not covered by the rule", func(r *Rule) { r.Services = []string{"bike"} }, 5, time.Second, NoRule},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			store := newMemStore()
+			f := newFilter(t, store, testRules(tt.rules))
+			record(t, f, tt.recorded, home.lat, home.lng, t0)
+			got := f.Admit(ctx, "car", home.lat, home.lng, t0.Add(tt.at))
+			if got.Outcome != tt.want {
+				t.Fatalf("Admit = %s (count %.2f), want %s", got.Outcome, got.Count, tt.want)
+			}
+			if got.Admit() != (tt.want != Rejected && tt.want != RejectedCached) {
+				t.Errorf("Admit() = %v for %s", got.Admit(), got.Outcome)
+			}
+		})
+	}
+}
+
+func TestTrippedCellIsCachedAndHeldDown(t *testing.T) {
+	store := newMemStore()
+	f := newFilter(t, store, testRules(nil)) // hold-down 30 s
+	record(t, f, 5, home.lat, home.lng, t0)
+	ctx := context.Background()
+	if d := f.Admit(ctx, "car", home.lat, home.lng, t0.Add(time.Second)); d.Outcome != Rejected || d.RetryAfter != 30*time.Second {
+		t.Fatalf("first = %s retry %s, want rejected, retry 30s", d.Outcome, d.RetryAfter)
+	}
+	reads := store.reads
+	if d := f.Admit(ctx, "car", home.lat, home.lng, t0.Add(10*time.Second)); d.Outcome != RejectedCached || d.RetryAfter != 21*time.Second {
+		t.Fatalf("second = %s retry %s, want rejected_cached, retry 21s", d.Outcome, d.RetryAfter)
+	}
+	if store.reads != reads {
+		t.Errorf("a cached rejection read the store")
+	}
+	// Two buckets later the counts are gone, but the hold-down was shorter:
+	// now the cell re-opens.
+	if d := f.Admit(ctx, "car", home.lat, home.lng, t0.Add(125*time.Second)); d.Outcome != Admitted {
+		t.Errorf("after hold-down and two buckets: %s, want admitted", d.Outcome)
+	}
+	if cells := f.TrippedCells(t0.Add(10*time.Second), 20); len(cells) != 0 {
+		// The cache entry was removed by the admission above at 125 s.
+		t.Logf("tripped cells: %+v", cells)
+	}
+}
+
+func TestHoldDownOutlastsTheBucket(t *testing.T) {
+	store := newMemStore()
+	f := newFilter(t, store, testRules(func(r *Rule) { r.BucketSeconds = 10; r.HoldDownSeconds = 60 }))
+	record(t, f, 5, home.lat, home.lng, t0)
+	ctx := context.Background()
+	if d := f.Admit(ctx, "car", home.lat, home.lng, t0.Add(time.Second)); d.Outcome != Rejected {
+		t.Fatalf("= %s, want rejected", d.Outcome)
+	}
+	// 40 s later the 10 s buckets are long empty; the hold-down keeps it closed.
+	if d := f.Admit(ctx, "car", home.lat, home.lng, t0.Add(41*time.Second)); d.Outcome != RejectedCached {
+		t.Errorf("within hold-down = %s, want rejected_cached", d.Outcome)
+	}
+}
+
+// TestHotspotStraddlingACellEdgeTrips puts half the unallocated bookings on
+// each side of a cell edge: neither cell alone reaches the threshold, but
+// each cell counts its 3 × 3 block.
+func TestHotspotStraddlingACellEdgeTrips(t *testing.T) {
+	store := newMemStore()
+	f := newFilter(t, store, testRules(func(r *Rule) { r.Threshold = 6 }))
+	cell, _ := geocell.Of(home.lat, home.lng, 30)
+	box := cell.Bounds()
+	west, east := box.MaxLng-0.0001, box.MaxLng+0.0001
+	record(t, f, 3, home.lat, west, t0)
+	record(t, f, 3, home.lat, east, t0)
+	for _, lng := range []float64{west, east} {
+		if d := f.Admit(context.Background(), "car", home.lat, lng, t0.Add(time.Second)); d.Outcome != Rejected {
+			t.Errorf("booking at lng %.4f = %s (count %.1f), want rejected", lng, d.Outcome, d.Count)
+		}
+	}
+	// Two cells away the block does not reach the hotspot.
+	far := box.MaxLng + 3*(box.MaxLng-box.MinLng)
+	if d := f.Admit(context.Background(), "car", home.lat, far, t0.Add(time.Second)); d.Outcome != Admitted {
+		t.Errorf("two cells away = %s (count %.1f), want admitted", d.Outcome, d.Count)
+	}
+}
+
+func TestFailOpen(t *testing.T) {
+	ctx := context.Background()
+	t.Run("store error admits", func(t *testing.T) {
+		store := newMemStore()
+		store.err = errors.New("redis down")
+		f := newFilter(t, store, testRules(nil))
+		if d := f.Admit(ctx, "car", home.lat, home.lng, t0); d.Outcome != FailOpen || !d.Admit() {
+			t.Fatalf("= %s, want fail_open", d.Outcome)
+		}
+	})
+	t.Run("slow store admits at the deadline, then the breaker skips it", func(t *testing.T) {
+		store := newMemStore()
+		store.delay = time.Second
+		cfg := DefaultConfig()
+		cfg.StoreTimeout = time.Millisecond
+		f, _ := New(cfg, store, testRules(nil), nil)
+		for i := 0; i < cfg.BreakerFailures; i++ {
+			if d := f.Admit(ctx, "car", home.lat, home.lng, t0); d.Outcome != FailOpen {
+				t.Fatalf("slow store: %s, want fail_open", d.Outcome)
+			}
+		}
+		reads := store.reads
+		if d := f.Admit(ctx, "car", home.lat, home.lng, t0.Add(100*time.Millisecond)); d.Outcome != FailOpen || store.reads != reads {
+			t.Fatalf("open breaker: %s, store reads %d→%d; want fail_open without a read", d.Outcome, reads, store.reads)
+		}
+		store.mu.Lock()
+		store.delay = 0
+		store.mu.Unlock()
+		if d := f.Admit(ctx, "car", home.lat, home.lng, t0.Add(2*time.Second)); d.Outcome != Admitted {
+			t.Fatalf("after the cooldown the probe should reach the store: %s", d.Outcome)
+		}
+	})
+}
+
+func TestRulesReloadTakesEffect(t *testing.T) {
+	store := newMemStore()
+	f := newFilter(t, store, testRules(nil))
+	record(t, f, 5, home.lat, home.lng, t0)
+	if err := f.SetRules(testRules(func(r *Rule) { r.Threshold = 100 })); err != nil {
+		t.Fatal(err)
+	}
+	if d := f.Admit(context.Background(), "car", home.lat, home.lng, t0.Add(time.Second)); d.Outcome != Admitted {
+		t.Errorf("after raising the threshold: %s, want admitted", d.Outcome)
+	}
+	if err := f.SetRules(testRules(func(r *Rule) { r.Threshold = 0 })); err == nil {
+		t.Error("an invalid rule set was accepted")
+	}
+}
+
+func TestParseRuleSet(t *testing.T) {
+	good := `{"version":2,"rules":[{"name":"sg","min_lat":1.1,"max_lat":1.5,"min_lng":103.5,"max_lng":104.1,"cell_bits":30,"bucket_seconds":60,"threshold":20,"hold_down_seconds":60}]}`
+	if rs, err := ParseRuleSet([]byte(good)); err != nil || rs.Version != 2 || len(rs.Rules) != 1 {
+		t.Fatalf("ParseRuleSet(good) = %+v, %v", rs, err)
+	}
+	bad := map[string]string{
+		"unknown field":  `{"rules":[],"extra":1}`,
+		"inverted box":   `{"rules":[{"name":"x","min_lat":2,"max_lat":1,"min_lng":103,"max_lng":104,"cell_bits":30,"bucket_seconds":60,"threshold":1}]}`,
+		"zero threshold": `{"rules":[{"name":"x","min_lat":1,"max_lat":2,"min_lng":103,"max_lng":104,"cell_bits":30,"bucket_seconds":60,"threshold":0}]}`,
+		"bad precision":  `{"rules":[{"name":"x","min_lat":1,"max_lat":2,"min_lng":103,"max_lng":104,"cell_bits":60,"bucket_seconds":60,"threshold":1}]}`,
+		"duplicate name": `{"rules":[` + rule("x") + `,` + rule("x") + `]}`,
+		"not json":       `rules`,
+	}
+	for name, in := range bad {
+		if _, err := ParseRuleSet([]byte(in)); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+}
+
+func rule(name string) string {
+	return `{"name":"` + name + `","min_lat":1,"max_lat":2,"min_lng":103,"max_lng":104,"cell_bits":30,"bucket_seconds":60,"threshold":1}`
+}
+
+func FuzzParseRuleSet(f *testing.F) {
+	f.Add([]byte(`{"rules":[` + rule("a") + `]}`))
+	f.Add([]byte(`{}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		rs, err := ParseRuleSet(b)
+		if err == nil {
+			if verr := rs.Validate(); verr != nil {
+				t.Fatalf("parsed but invalid: %v", verr)
+			}
+		}
+	})
+}
