@@ -2,6 +2,7 @@ package redisroute_test
 
 import (
 	"flag"
+	"io"
 	"strings"
 	"testing"
 	"time"
@@ -41,6 +42,7 @@ func TestConfigValidate(t *testing.T) {
 func TestFlagsSetPolicyAddrsAndTLS(t *testing.T) {
 	c := redisroute.DefaultConfig()
 	fs := flag.NewFlagSet("t", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
 	f := c.RegisterFlags(fs)
 	err := fs.Parse([]string{"--redis-addrs", "10.0.0.1:7000, 10.0.0.2:7000", "--read-policy", "nearest", "--redis-tls", "--redis-tls-server-name", "redis.internal"})
 	if err != nil {
