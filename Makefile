@@ -6,7 +6,7 @@ BIN     := bin/apollo
 # keeps timing-sensitive resilience tests honest on a 2-core machine.
 TESTFLAGS ?= -race -count=1 -p 1 -timeout 20m
 
-.PHONY: all build test demo redis fmt-check vet bench clean
+.PHONY: all build test demo redis fmt-check vet bench drill clean
 
 all: build
 
@@ -34,11 +34,18 @@ vet:
 test: redis fmt-check vet
 	$(GO) test $(TESTFLAGS) ./...
 
+# Throughput, Apollo next to go-redis v9 in the same run (figures in the README).
 bench: redis
-	$(GO) test -run '^$$' -bench . -benchtime 3s ./...
+	$(GO) test -run '^$$' -bench . -benchtime 5s ./internal/redisroute/ ./internal/app/
 
+# The 2019 incident, reproduced and survived (about 4 minutes per scenario).
+drill: redis build
+	./$(BIN) drill --scenario replica-crash --svg docs/drill-replica-crash.svg
+	./$(BIN) drill --scenario replica-hang --svg docs/drill-replica-hang.svg
+
+# Apollo locally: a 3 × 2 Redis Cluster, the service, and a simulated fleet.
 demo: redis build
-	./$(BIN) cluster up
+	./$(BIN) dev
 
 clean:
 	rm -rf bin

@@ -14,9 +14,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"github.com/apollo-platform/apollo/internal/booking"
+	"github.com/apollo-platform/apollo/internal/dispatch"
 	"github.com/apollo-platform/apollo/internal/httpapi"
 	"github.com/apollo-platform/apollo/internal/redisroute"
 	"github.com/apollo-platform/apollo/internal/redisstore"
+	"github.com/apollo-platform/apollo/internal/spampede"
 )
 
 // App is a wired Apollo service.
@@ -26,6 +29,11 @@ type App struct {
 	reg      *prometheus.Registry
 	router   *redisroute.Router
 	drivers  *redisstore.Drivers
+	filter   *spampede.Filter
+	rules    spampedeRules
+	bookings *booking.Service
+	stopBg   chan struct{}
+	bg       sync.WaitGroup
 	api      *http.Server
 	admin    *http.Server
 	apiLn    net.Listener
@@ -48,16 +56,50 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (*App, error) {
 		a.router.Close()
 		return nil, err
 	}
-	handler, err := httpapi.New(cfg.API, httpapi.Deps{Drivers: a.drivers, Rules: cfg.Rules, Now: time.Now, Log: log.With("component", "http"), Registerer: a.reg})
+	if err := a.wireBookings(ctx, cfg, log); err != nil {
+		a.router.Close()
+		return nil, err
+	}
+	handler, err := httpapi.New(cfg.API, httpapi.Deps{Drivers: driversWithBookings{a.drivers, a.bookings}, Bookings: a.bookings,
+		Rules: cfg.Rules, Now: time.Now, Log: log.With("component", "http"), Registerer: a.reg})
 	if err != nil {
 		a.router.Close()
 		return nil, err
 	}
-	admin := httpapi.NewAdmin(httpapi.AdminDeps{Gatherer: a.reg, Ready: a.ready, Draining: a.draining.Load, Log: log})
+	admin := httpapi.NewAdmin(httpapi.AdminDeps{Gatherer: a.reg, Ready: a.ready, Draining: a.draining.Load, Log: log,
+		Spampede: a.rules, Now: time.Now})
 	a.api = &http.Server{Handler: handler, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second,
-		WriteTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10}
+		WriteTimeout: 40 * time.Second, IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10}
 	a.admin = &http.Server{Handler: admin, ReadHeaderTimeout: 5 * time.Second, IdleTimeout: time.Minute}
 	return a, nil
+}
+
+// wireBookings builds the booking pipeline: Spampede (rules shared through
+// Redis), dispatch over the driver store, bookings in Redis.
+func (a *App) wireBookings(ctx context.Context, cfg Config, log *slog.Logger) error {
+	seed, err := seedRules(cfg.SpampedeRulesFile)
+	if err != nil {
+		return err
+	}
+	m, err := newSpampedeMetrics(a.reg)
+	if err != nil {
+		return err
+	}
+	counters := redisstore.NewSpampedeCounters(a.router)
+	if a.filter, err = spampede.New(cfg.Spampede, counters, seed, m); err != nil {
+		return err
+	}
+	a.rules = spampedeRules{filter: a.filter, counters: counters, log: log.With("component", "spampede")}
+	if err := a.rules.load(ctx, seed); err != nil {
+		return err
+	}
+	alloc, err := dispatch.New(cfg.Dispatch, finder{a.drivers}, reserver{a.drivers})
+	if err != nil {
+		return err
+	}
+	a.bookings, err = booking.NewService(cfg.Booking, a.filter, alloc, redisstore.NewBookings(a.router, cfg.BookingAcks),
+		reserver{a.drivers}, time.Now, log.With("component", "booking"))
+	return err
 }
 
 // ready is /readyz: every shard answers a real keyed read within a second.
@@ -110,6 +152,7 @@ func (a *App) Serve(ctx context.Context) error {
 			}
 		}()
 	}
+	a.startBackground()
 	a.log.Info("apollo serving", "api", a.APIAddr(), "admin", a.AdminAddr())
 	var serveErr error
 	select {
@@ -128,10 +171,34 @@ func (a *App) Serve(ctx context.Context) error {
 	defer cancel()
 	err := errors.Join(serveErr, a.api.Shutdown(sctx), a.admin.Shutdown(sctx))
 	wg.Wait()
+	a.stopBackground()
 	err = errors.Join(err, a.router.Close())
 	a.log.Info("apollo stopped")
 	return err
 }
+
+// startBackground starts the booking workers and the rules poller.
+func (a *App) startBackground() {
+	a.stopBg = make(chan struct{})
+	a.bookings.Start()
+	a.bg.Add(1)
+	go func() {
+		defer a.bg.Done()
+		a.rules.poll(a.cfg.RulesPollEvery, a.stopBg)
+	}()
+}
+
+func (a *App) stopBackground() {
+	close(a.stopBg)
+	a.bg.Wait()
+	a.bookings.Stop()
+}
+
+// Bookings is the booking pipeline.
+func (a *App) Bookings() *booking.Service { return a.bookings }
+
+// Spampede is the demand-spike filter.
+func (a *App) Spampede() *spampede.Filter { return a.filter }
 
 // Close releases what New acquired, for an App that never served.
 func (a *App) Close() error {

@@ -7,10 +7,13 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/apollo-platform/apollo/internal/booking"
+	"github.com/apollo-platform/apollo/internal/dispatch"
 	"github.com/apollo-platform/apollo/internal/driver"
 	"github.com/apollo-platform/apollo/internal/httpapi"
 	"github.com/apollo-platform/apollo/internal/redisroute"
 	"github.com/apollo-platform/apollo/internal/redisstore"
+	"github.com/apollo-platform/apollo/internal/spampede"
 )
 
 // Config is everything apollo serve can be told.
@@ -19,6 +22,17 @@ type Config struct {
 	Store redisstore.Config
 	Rules driver.Rules
 	API   httpapi.Config
+
+	Spampede spampede.Config
+	// SpampedeRulesFile seeds the shared rule set when Redis holds none.
+	SpampedeRulesFile string
+	// RulesPollEvery: how soon a rule change reaches every instance.
+	RulesPollEvery time.Duration
+	Dispatch       dispatch.Config
+	Booking        booking.Config
+	// BookingAcks replicas must acknowledge a new booking (WAIT) before it
+	// is reported as created.
+	BookingAcks int
 
 	Listen      string // public API
 	AdminListen string // metrics, pprof, health: keep it private
@@ -39,6 +53,11 @@ func DefaultConfig() Config {
 		Store:           redisstore.DefaultConfig(),
 		Rules:           driver.DefaultRules(),
 		API:             httpapi.DefaultConfig(),
+		Spampede:        spampede.DefaultConfig(),
+		RulesPollEvery:  time.Second,
+		Dispatch:        dispatch.DefaultConfig(),
+		Booking:         booking.DefaultConfig(),
+		BookingAcks:     1,
 		Listen:          ":8080",
 		AdminListen:     "127.0.0.1:9090",
 		DrainDelay:      2 * time.Second,
@@ -54,6 +73,12 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	c.Store.RegisterFlags(fs)
 	c.Rules.RegisterFlags(fs)
 	c.API.RegisterFlags(fs)
+	fs.StringVar(&c.SpampedeRulesFile, "spampede-rules-file", c.SpampedeRulesFile, "JSON rule set that seeds the Spampede filter when Redis holds none (default: Singapore, threshold 20 per 60 s)")
+	fs.DurationVar(&c.Spampede.StoreTimeout, "spampede-timeout", c.Spampede.StoreTimeout, "admit (fail open) when the Spampede counters do not answer within this")
+	fs.DurationVar(&c.Booking.AllocationTimeout, "allocation-timeout", c.Booking.AllocationTimeout, "a booking with no driver after this is unallocated")
+	fs.DurationVar(&c.Dispatch.ReservationTTL, "reservation-ttl", c.Dispatch.ReservationTTL, "how long a reserved driver has to accept")
+	fs.Float64Var(&c.Dispatch.RadiusM, "dispatch-radius-m", c.Dispatch.RadiusM, "how far from the pickup drivers are searched")
+	fs.IntVar(&c.BookingAcks, "booking-acks", c.BookingAcks, "replicas that must acknowledge a new booking before it is reported created")
 	fs.StringVar(&c.Listen, "listen", c.Listen, "address of the public HTTP API")
 	fs.StringVar(&c.AdminListen, "admin-listen", c.AdminListen, "address of the admin listener (/metrics, /debug/pprof/, /livez, /readyz)")
 	fs.DurationVar(&c.DrainDelay, "drain-delay", c.DrainDelay, "on shutdown, report not-ready for this long before closing listeners")
@@ -73,7 +98,11 @@ func (c *Config) Finish() error {
 // Validate reports every problem, from every part.
 func (c Config) Validate() error {
 	var errs []error
-	errs = append(errs, c.Redis.Validate(), c.Store.Validate(), c.Rules.Validate(), c.API.Validate())
+	errs = append(errs, c.Redis.Validate(), c.Store.Validate(), c.Rules.Validate(), c.API.Validate(),
+		c.Spampede.Validate(), c.Dispatch.Validate(), c.Booking.Validate())
+	if c.BookingAcks < 0 || c.RulesPollEvery <= 0 {
+		errs = append(errs, errors.New("booking acks must not be negative and the rules poll interval must be positive"))
+	}
 	if c.Listen == "" || c.AdminListen == "" {
 		errs = append(errs, errors.New("listen and admin-listen addresses are required"))
 	}

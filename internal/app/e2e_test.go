@@ -26,9 +26,13 @@ func TestMain(m *testing.M) {
 
 // startApp runs Apollo against c on free ports until the test ends.
 func startApp(t *testing.T, c *localcluster.Cluster) (*app.App, string, string) {
+	return startAppB(t, c.Addrs()[:1])
+}
+
+func startAppB(t testing.TB, addrs []string) (*app.App, string, string) {
 	t.Helper()
 	cfg := app.DefaultConfig()
-	cfg.Redis.Addrs = c.Addrs()[:1]
+	cfg.Redis.Addrs = addrs
 	cfg.Listen, cfg.AdminListen, cfg.DrainDelay = "127.0.0.1:0", "127.0.0.1:0", 0
 	a, err := app.New(context.Background(), cfg, slog.New(slog.DiscardHandler))
 	if err != nil {

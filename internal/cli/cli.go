@@ -8,6 +8,8 @@ import (
 	"io"
 	"os"
 	"strings"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // Exit codes.
@@ -42,6 +44,11 @@ func commands() []command {
 
 // Run runs the subcommand named by args[0] and returns the process exit code.
 func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	// go-redis logs dial failures through a process-wide logger, one line per
+	// attempt; during a drill that is thousands of lines about a node we
+	// killed on purpose. Apollo's router logs ejections and exports metrics
+	// instead, so go-redis's own lines are dropped.
+	redis.SetLogger(quietRedisLog{})
 	e := env{stdout: stdout, stderr: stderr, getenv: os.Getenv}
 	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
 		if len(args) > 1 {
@@ -61,6 +68,10 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	usage(stderr)
 	return exitUsage
 }
+
+type quietRedisLog struct{}
+
+func (quietRedisLog) Printf(context.Context, string, ...any) {}
 
 func exitCode(err error, stderr io.Writer) int {
 	var ue usageError

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -41,9 +42,13 @@ func runDrill(ctx context.Context, e env, args []string) error {
 	jsonOut := fs.String("json", "", "write the result as JSON to this file")
 	htmlOut := fs.String("html", "", "write a self-contained HTML report to this file")
 	svgOut := fs.String("svg", "", "write the chart as SVG to this file")
-	redisAddrs := fs.String("redis-addrs", "", "drill an existing cluster instead of a local one (not supported yet: faults are injected by signalling local processes)")
+	render := fs.String("render", "", "do not run: render --html/--svg from a --json file of an earlier run")
+	redisAddrs := fs.String("redis-addrs", "", "drill an existing cluster instead of local ones: only replica-hang (CLIENT PAUSE on a replica); seeds and then deletes apollo-drill-* drivers")
 	if err := parseFlags(e, fs, args); err != nil {
 		return err
+	}
+	if *render != "" {
+		return renderDrill(*render, *htmlOut, *svgOut)
 	}
 	var err error
 	if cfg.Scenario, err = drill.ParseScenario(*scenario); err != nil {
@@ -55,8 +60,13 @@ func runDrill(ctx context.Context, e env, args []string) error {
 	if cfg.Scenario == drill.FullOutage && cfg.Plan.HealAt == 0 {
 		cfg.Plan.HealAt = cfg.Plan.FaultAt + (cfg.Plan.Duration-cfg.Plan.FaultAt)/2
 	}
-	if *redisAddrs != "" {
-		return usageError{errors.New("--redis-addrs: drills kill and pause Redis processes, so they run on a local cluster they start themselves; drilling an existing cluster is not supported yet (use `apollo check --redis-addrs` to inspect one)")}
+	for _, a := range strings.Split(*redisAddrs, ",") {
+		if a = strings.TrimSpace(a); a != "" {
+			cfg.RedisAddrs = append(cfg.RedisAddrs, a)
+		}
+	}
+	if len(cfg.RedisAddrs) > 0 && cfg.Scenario != drill.ReplicaHang {
+		return usageError{fmt.Errorf("scenario %s kills or stops Redis processes, so it runs only on the local clusters the drill starts itself; with --redis-addrs only replica-hang (CLIENT PAUSE) can run", cfg.Scenario)}
 	}
 	if err := cfg.Validate(); err != nil {
 		return usageError{err}
@@ -76,6 +86,18 @@ func runDrill(ctx context.Context, e env, args []string) error {
 	}
 	fmt.Fprintf(e.stdout, "SLO met: apollo call success ≥ %.4f%%, max latency ≤ %.0f ms\n", 100*res.SLO.MinCallSuccess, res.SLO.MaxLatencyMs)
 	return nil
+}
+
+func renderDrill(path, htmlOut, svgOut string) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	var res drill.Result
+	if err := json.Unmarshal(b, &res); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return writeReports(res, "", htmlOut, svgOut)
 }
 
 func writeReports(res drill.Result, jsonPath, htmlPath, svgPath string) error {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/apollo-platform/apollo/internal/drill"
+	"github.com/apollo-platform/apollo/internal/localcluster/clustertest"
 )
 
 func runDrillForTest(t *testing.T, args ...string) (drill.Result, int, string) {
@@ -99,7 +100,7 @@ func TestDrillRejectsBadFlags(t *testing.T) {
 		{"--configs apollo,jedis", "unknown config"},
 		{"--workers 0", "workers must be within"},
 		{"--fault-at 2m --duration 1m", "fault-at must be"},
-		{"--redis-addrs 127.0.0.1:1", "not supported yet"},
+		{"--redis-addrs 127.0.0.1:1", "only replica-hang"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.args, func(t *testing.T) {
@@ -152,4 +153,34 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// TestDrillAnExistingCluster drills a cluster it did not start (as a user
+// would drill staging): CLIENT PAUSE on a replica, then the drill's drivers
+// are removed again.
+func TestDrillAnExistingCluster(t *testing.T) {
+	c := clustertest.Start(t)
+	res, code, out := runDrillForTest(t, "--redis-addrs", strings.Join(c.Addrs()[:1], ","), "--scenario", "replica-hang",
+		"--configs", "apollo,go-redis-v9", "--duration", "7s", "--fault-at", "2s", "--drivers", "1000", "--workers", "8")
+	if len(res.Configs) != 2 || !strings.Contains(res.Fault, "CLIENT PAUSE") {
+		t.Fatalf("report: %+v\n%s", res, out)
+	}
+	if a := res.Configs[0]; a.CallSuccessRatio < 0.9999 || code != 0 {
+		t.Errorf("apollo on an existing cluster: call success %.5f, exit %d\n%s", a.CallSuccessRatio, code, out)
+	}
+	for _, n := range c.Nodes() {
+		cl := n.Client()
+		keys, err := cl.Keys(context.Background(), "apollo:drv:{apollo-drill-*").Result()
+		cl.Close()
+		if err != nil || len(keys) != 0 {
+			t.Errorf("%s still holds %d drill drivers (%v)", n.Addr, len(keys), err)
+		}
+	}
+}
+
+func TestDrillUnreachableCluster(t *testing.T) {
+	code, _, stderr := run(t, context.Background(), "drill", "--redis-addrs", "127.0.0.1:1", "--scenario", "replica-hang", "--duration", "5s", "--fault-at", "2s")
+	if code != exitFailure || !strings.Contains(stderr, "127.0.0.1:1") {
+		t.Errorf("exit %d, stderr %q; want a failure naming the address", code, stderr)
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/pprof"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -22,17 +23,24 @@ type AdminDeps struct {
 	// first, so load balancers stop sending traffic before the listener
 	// closes. nil means never draining.
 	Draining func() bool
-	// Log receives metric gathering errors; discarded when nil.
+	// Log receives metric gathering and unexpected errors; discarded when nil.
 	Log *slog.Logger
+	// Spampede serves /v1/spampede/; when nil those routes answer 503
+	// unavailable ("spampede is not enabled").
+	Spampede Spampede
+	// Now is the clock that decides which cells are tripped; time.Now when nil.
+	Now func() time.Time
 }
 
 // NewAdmin returns the handler for the private admin listener: /metrics,
-// /debug/pprof/, /livez and /readyz. It must never be exposed publicly:
-// pprof reveals internals and can burn CPU on demand.
+// /debug/pprof/, /livez, /readyz and the Spampede routes (see the package
+// doc). It must never be exposed publicly: pprof reveals internals and can
+// burn CPU on demand, and the Spampede rules decide who may book.
 //
 // The pprof handlers are registered here explicitly. (Importing
 // net/http/pprof also registers them on http.DefaultServeMux, which Apollo
-// never serves.)
+// never serves.) Every other path and method gets the public API's JSON
+// 404 or 405.
 func NewAdmin(deps AdminDeps) http.Handler {
 	if deps.Gatherer == nil {
 		deps.Gatherer = prometheus.Gatherers{}
@@ -40,23 +48,37 @@ func NewAdmin(deps AdminDeps) http.Handler {
 	if deps.Log == nil {
 		deps.Log = slog.New(slog.DiscardHandler)
 	}
-	mux := http.NewServeMux()
-	mux.Handle("GET /metrics", promhttp.HandlerFor(deps.Gatherer, promhttp.HandlerOpts{
+	if deps.Now == nil {
+		deps.Now = time.Now
+	}
+	rp := responder{log: deps.Log}
+	metrics := promhttp.HandlerFor(deps.Gatherer, promhttp.HandlerOpts{
 		ErrorLog: promLogger{deps.Log},
 		// A broken collector must not hide all the others.
 		ErrorHandling: promhttp.ContinueOnError,
-	}))
-	mux.HandleFunc("/debug/pprof/", pprof.Index) // also serves named profiles: heap, goroutine, ...
-	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
-	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
-	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
-	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
-	mux.HandleFunc("GET /livez", func(w http.ResponseWriter, r *http.Request) {
-		// Live means the process can answer at all; it never checks
-		// dependencies, or a Redis outage would get every pod restarted.
-		writeText(w, http.StatusOK, "ok")
 	})
-	mux.HandleFunc("GET /readyz", deps.readyz)
+	routes := []route{
+		{"GET /metrics", metrics.ServeHTTP},
+		{"/debug/pprof/", pprof.Index}, // also serves named profiles: heap, goroutine, ...
+		{"/debug/pprof/cmdline", pprof.Cmdline},
+		{"/debug/pprof/profile", pprof.Profile},
+		{"/debug/pprof/symbol", pprof.Symbol},
+		{"/debug/pprof/trace", pprof.Trace},
+		{"GET /livez", func(w http.ResponseWriter, r *http.Request) {
+			// Live means the process can answer at all; it never checks
+			// dependencies, or a Redis outage would get every pod restarted.
+			writeText(w, http.StatusOK, "ok")
+		}},
+		{"GET /readyz", deps.readyz},
+	}
+	sp := &spampedeAdmin{responder: rp, filter: deps.Spampede, now: deps.Now}
+	for _, rt := range sp.routes() {
+		if deps.Spampede == nil {
+			rt.handler = rp.failing(errSpampedeDisabled)
+		}
+		routes = append(routes, rt)
+	}
+	mux, _ := rp.serveMux(routes)
 	return mux
 }
 

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"math"
+	"time"
 )
 
 // Config bounds what one request may ask for. Start from DefaultConfig.
@@ -20,6 +21,9 @@ type Config struct {
 	// MaxLimit caps the drivers one nearby search returns; DefaultLimit is
 	// used when the query gives none.
 	MaxLimit, DefaultLimit int
+	// MaxWait caps the long poll of GET /v1/bookings/{id}?wait=. Keep it
+	// below the server's write timeout, or long polls are cut off.
+	MaxWait time.Duration
 }
 
 // DefaultConfig returns the configuration used unless told otherwise.
@@ -31,6 +35,7 @@ func DefaultConfig() Config {
 		DefaultRadiusM: 2_000,
 		MaxLimit:       100,
 		DefaultLimit:   20,
+		MaxWait:        30 * time.Second,
 	}
 }
 
@@ -43,6 +48,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.Float64Var(&c.DefaultRadiusM, "api-default-radius-m", c.DefaultRadiusM, "nearby search radius when the query gives none, in metres")
 	fs.IntVar(&c.MaxLimit, "api-max-limit", c.MaxLimit, "most drivers one nearby search returns")
 	fs.IntVar(&c.DefaultLimit, "api-default-limit", c.DefaultLimit, "drivers a nearby search returns when the query gives no limit")
+	fs.DurationVar(&c.MaxWait, "api-max-wait", c.MaxWait, "longest long poll of a booking (?wait=); keep it below the server's write timeout")
 }
 
 // Validate reports every problem with c at once.
@@ -65,6 +71,9 @@ func (c Config) Validate() error {
 	}
 	if c.DefaultLimit <= 0 || c.DefaultLimit > c.MaxLimit {
 		errs = append(errs, fmt.Errorf("api-default-limit must be within [1, %d]", c.MaxLimit))
+	}
+	if c.MaxWait <= 0 {
+		errs = append(errs, errors.New("api-max-wait must be positive"))
 	}
 	return errors.Join(errs...)
 }

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"bufio"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -41,6 +42,28 @@ func decodeBody(w http.ResponseWriter, r *http.Request, limit int64, v any) erro
 		return invalid("body", "must hold a single JSON value with nothing after it")
 	}
 	return nil
+}
+
+// decodeOptionalBody is decodeBody for a body that may be left out. No
+// body at all, whatever the Content-Type, reports false and no error;
+// any body must pass decodeBody.
+func decodeOptionalBody(w http.ResponseWriter, r *http.Request, limit int64, v any) (bool, error) {
+	if r.ContentLength == 0 {
+		return false, nil
+	}
+	if r.ContentLength < 0 { // length unknown (chunked): look for a first byte
+		br := bufio.NewReaderSize(r.Body, 16)
+		if _, err := br.Peek(1); errors.Is(err, io.EOF) {
+			return false, nil
+		}
+		// Any other error recurs in decodeBody, which reports it.
+		r = r.WithContext(r.Context())
+		r.Body = struct {
+			io.Reader
+			io.Closer
+		}{br, r.Body}
+	}
+	return true, decodeBody(w, r, limit, v)
 }
 
 // innermost unwraps middleware writers. MaxBytesReader tells net/http's
@@ -142,6 +165,16 @@ func invalid(field, format string, args ...any) error {
 // it under the client's name for it (e.g. "booking_id").
 func validateID(field, id string) error {
 	return renameField(driver.ValidateID(id), field)
+}
+
+// nestField returns err reported under parent.field, if it names a field:
+// "lat" inside "pickup" becomes "pickup.lat".
+func nestField(err error, parent string) error {
+	var arg *driver.InvalidArgumentError
+	if errors.As(err, &arg) {
+		return &driver.InvalidArgumentError{Field: parent + "." + arg.Field, Reason: arg.Reason, Err: arg.Err}
+	}
+	return err
 }
 
 // renameField returns err reported under field, if it names a field.

@@ -8,6 +8,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/apollo-platform/apollo/internal/booking"
 	"github.com/apollo-platform/apollo/internal/driver"
 	"github.com/apollo-platform/apollo/internal/redisstore"
 )
@@ -27,10 +28,48 @@ type Drivers interface {
 	Nearby(ctx context.Context, q redisstore.NearbyQuery, now time.Time) (redisstore.Nearby, error)
 }
 
+// Bookings is what the API needs from the booking pipeline; booking.Service
+// satisfies it. Errors are matched against booking.ErrNotFound,
+// booking.ErrIllegal, *booking.HighDemandError, driver.ErrInvalidArgument
+// and the storage errors (see errors.go).
+type Bookings interface {
+	// Create runs the pipeline; a retry with the same
+	// Request.IdempotencyKey returns the booking the first call made.
+	Create(ctx context.Context, req booking.Request) (booking.Booking, error)
+	Get(ctx context.Context, id string) (booking.Booking, error)
+	// Wait returns the booking when its version differs from seen, or
+	// when ctx ends.
+	Wait(ctx context.Context, id string, seen int64) (booking.Booking, error)
+	Cancel(ctx context.Context, id string) (booking.Booking, error)
+}
+
+// bookingsDisabled stands in for a nil Deps.Bookings: the routes stay
+// registered and validate their input as usual, then answer 503.
+type bookingsDisabled struct{}
+
+func (bookingsDisabled) Create(context.Context, booking.Request) (booking.Booking, error) {
+	return booking.Booking{}, errBookingsDisabled
+}
+
+func (bookingsDisabled) Get(context.Context, string) (booking.Booking, error) {
+	return booking.Booking{}, errBookingsDisabled
+}
+
+func (bookingsDisabled) Wait(context.Context, string, int64) (booking.Booking, error) {
+	return booking.Booking{}, errBookingsDisabled
+}
+
+func (bookingsDisabled) Cancel(context.Context, string) (booking.Booking, error) {
+	return booking.Booking{}, errBookingsDisabled
+}
+
 // Deps are the collaborators of the public handler.
 type Deps struct {
-	Drivers Drivers      // required
-	Rules   driver.Rules // decides the "available" field of driver responses
+	Drivers Drivers // required
+	// Bookings serves /v1/bookings; when nil those routes answer 503
+	// unavailable ("bookings are not enabled").
+	Bookings Bookings
+	Rules    driver.Rules // decides the "available" field of driver responses
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
 	// Log receives the access log and unexpected errors; discarded when nil.
@@ -46,6 +85,9 @@ func (d Deps) withDefaults() (Deps, error) {
 	}
 	if err := d.Rules.Validate(); err != nil {
 		return d, errors.Join(errors.New("httpapi: Deps.Rules"), err)
+	}
+	if d.Bookings == nil {
+		d.Bookings = bookingsDisabled{}
 	}
 	if d.Now == nil {
 		d.Now = time.Now

@@ -6,10 +6,15 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net/http"
+	"strconv"
 	"strings"
+	"time"
 
+	"github.com/apollo-platform/apollo/internal/booking"
 	"github.com/apollo-platform/apollo/internal/driver"
+	"github.com/apollo-platform/apollo/internal/redisroute"
 	"github.com/apollo-platform/apollo/internal/redisstore"
 )
 
@@ -26,6 +31,7 @@ const (
 	CodeConflict             Code = "conflict"               // 409, retry
 	CodePayloadTooLarge      Code = "payload_too_large"      // 413
 	CodeUnsupportedMediaType Code = "unsupported_media_type" // 415
+	CodeHighDemand           Code = "high_demand"            // 429, with Retry-After and retry_after_s
 	CodeInternal             Code = "internal"               // 500
 	CodeUnavailable          Code = "unavailable"            // 503, with Retry-After
 )
@@ -34,7 +40,7 @@ const (
 func Codes() []Code {
 	return []Code{
 		CodeInvalidArgument, CodeNotFound, CodeMethodNotAllowed, CodeIllegalTransition, CodeConflict,
-		CodePayloadTooLarge, CodeUnsupportedMediaType, CodeInternal, CodeUnavailable,
+		CodePayloadTooLarge, CodeUnsupportedMediaType, CodeHighDemand, CodeInternal, CodeUnavailable,
 	}
 }
 
@@ -44,6 +50,10 @@ var (
 	errNoRoute = errors.New("httpapi: no such route")
 	// errRecovered: a handler panicked; the panic is logged where recovered.
 	errRecovered = errors.New("httpapi: handler panicked")
+	// errBookingsDisabled: Deps.Bookings was nil; see bookingsDisabled.
+	errBookingsDisabled = errors.New("httpapi: bookings are not enabled")
+	// errSpampedeDisabled: AdminDeps.Spampede was nil.
+	errSpampedeDisabled = errors.New("httpapi: spampede is not enabled")
 )
 
 // methodNotAllowedError: the path exists but not for this method.
@@ -83,14 +93,16 @@ type problem struct {
 	message    string
 	current    driver.Status // illegal_transition: the driver's current status, when known
 	allow      string        // method_not_allowed: the Allow header
+	retryAfter int           // high_demand: seconds, at least 1, in Retry-After and the body
 	unexpected bool          // not a known error: log it, tell the client nothing
 }
 
 // classify is the one table from errors to responses. Messages are either
 // fixed or come from error types made to be read by clients
-// (*driver.InvalidArgumentError, *driver.TransitionError, this package's
-// own), never from an arbitrary error chain: a store error may hold
-// addresses or keys. Rows are ordered most specific first.
+// (*driver.InvalidArgumentError, *driver.TransitionError,
+// *booking.HighDemandError, this package's own), never from an arbitrary
+// error chain: a store error may hold addresses or keys. Rows are ordered
+// most specific first.
 func classify(err error) problem {
 	var (
 		tooLarge *http.MaxBytesError
@@ -98,6 +110,7 @@ func classify(err error) problem {
 		method   *methodNotAllowedError
 		arg      *driver.InvalidArgumentError
 		trans    *driver.TransitionError
+		demand   *booking.HighDemandError
 	)
 	var p problem
 	switch {
@@ -109,6 +122,10 @@ func classify(err error) problem {
 		p = problem{status: http.StatusMethodNotAllowed, code: CodeMethodNotAllowed, message: method.Error(), allow: strings.Join(method.allow, ", ")}
 	case errors.Is(err, errNoRoute):
 		p = problem{status: http.StatusNotFound, code: CodeNotFound, message: "no such route"}
+	case errors.As(err, &demand):
+		// Spampede turned the booking away before anything was stored:
+		// retrying at once only adds to the spike, so say when to.
+		p = problem{status: http.StatusTooManyRequests, code: CodeHighDemand, message: demand.Error(), retryAfter: retryAfterSeconds(demand.RetryAfter)}
 	case errors.As(err, &arg):
 		p = problem{status: http.StatusBadRequest, code: CodeInvalidArgument, message: arg.Error()}
 	case errors.Is(err, driver.ErrInvalidArgument):
@@ -127,10 +144,26 @@ func classify(err error) problem {
 		p = problem{status: http.StatusConflict, code: CodeIllegalTransition, message: "the reservation has lapsed"}
 	case errors.Is(err, driver.ErrReservationNotExpired):
 		p = problem{status: http.StatusConflict, code: CodeIllegalTransition, message: "the reservation has not lapsed yet"}
+	// The booking's own error says which statuses were involved; the
+	// client can read the booking for that, so the message is fixed.
+	case errors.Is(err, booking.ErrIllegal):
+		p = problem{status: http.StatusConflict, code: CodeIllegalTransition, message: "the booking's status does not allow this change"}
+	case errors.Is(err, booking.ErrNotFound):
+		p = problem{status: http.StatusNotFound, code: CodeNotFound, message: "booking not found"}
 	case errors.Is(err, redisstore.ErrNotFound):
 		p = problem{status: http.StatusNotFound, code: CodeNotFound, message: "driver not found"}
 	case errors.Is(err, redisstore.ErrConflict):
 		p = problem{status: http.StatusConflict, code: CodeConflict, message: "the driver changed concurrently; try again"}
+	// Before ErrUnavailable, which the store wraps around it: the booking
+	// exists on a primary but could still be lost in a failover, so it is
+	// not reported as created; a retry with the same key finds it.
+	case errors.Is(err, redisroute.ErrUnconfirmed):
+		p = problem{status: http.StatusServiceUnavailable, code: CodeUnavailable,
+			message: "the booking was stored but not yet confirmed by a replica; retry with the same Idempotency-Key"}
+	case errors.Is(err, errBookingsDisabled):
+		p = problem{status: http.StatusServiceUnavailable, code: CodeUnavailable, message: "bookings are not enabled"}
+	case errors.Is(err, errSpampedeDisabled):
+		p = problem{status: http.StatusServiceUnavailable, code: CodeUnavailable, message: "spampede is not enabled"}
 	case errors.Is(err, redisstore.ErrUnavailable), errors.Is(err, context.DeadlineExceeded):
 		p = problem{status: http.StatusServiceUnavailable, code: CodeUnavailable, message: "storage is unavailable; try again"}
 	case errors.Is(err, context.Canceled):
@@ -151,6 +184,20 @@ func classify(err error) problem {
 	return p
 }
 
+// retryAfterSeconds rounds d up to whole seconds, at least 1: Retry-After
+// has no finer unit, and 0 would invite an immediate retry.
+func retryAfterSeconds(d time.Duration) int {
+	const most = 24 * 60 * 60 // a day; anything longer is a bug upstream
+	s := math.Ceil(d.Seconds())
+	switch {
+	case !(s >= 1): // also NaN, which cannot happen
+		return 1
+	case s > most:
+		return most
+	}
+	return int(s)
+}
+
 // errorBody is the JSON of every error response.
 type errorBody struct {
 	Error errorJSON `json:"error"`
@@ -161,27 +208,39 @@ type errorJSON struct {
 	Message string `json:"message"`
 	// Status is the driver's current status, on illegal_transition when known.
 	Status driver.Status `json:"status,omitempty"`
+	// RetryAfterS is, on high_demand, the seconds to wait before retrying:
+	// the Retry-After header, for clients that only see the body.
+	RetryAfterS int `json:"retry_after_s,omitempty"`
+}
+
+// responder writes responses: the JSON of answers and of errors. The public
+// and the admin handlers share it, so both speak the same error format.
+type responder struct {
+	log *slog.Logger // receives unexpected errors
 }
 
 // describe classifies err for a response body, logging it if unexpected.
 // Batch answers use it for per-item failures inside a 200.
-func (a *api) describe(r *http.Request, err error, attrs ...slog.Attr) (problem, errorJSON) {
+func (a responder) describe(r *http.Request, err error, attrs ...slog.Attr) (problem, errorJSON) {
 	p := classify(err)
 	if p.unexpected {
 		attrs = append(attrs, slog.String("route", r.Pattern), slog.String("request_id", RequestID(r.Context())), slog.Any("err", err))
 		a.log.LogAttrs(r.Context(), slog.LevelError, "unexpected error", attrs...)
 	}
-	return p, errorJSON{Code: p.code, Message: p.message, Status: p.current}
+	return p, errorJSON{Code: p.code, Message: p.message, Status: p.current, RetryAfterS: p.retryAfter}
 }
 
 // fail writes err as an error response. It is the only writer of error
 // statuses in the package.
-func (a *api) fail(w http.ResponseWriter, r *http.Request, err error) {
+func (a responder) fail(w http.ResponseWriter, r *http.Request, err error) {
 	p, body := a.describe(r, err)
 	if p.allow != "" {
 		w.Header().Set("Allow", p.allow)
 	}
-	if p.status == http.StatusServiceUnavailable {
+	switch {
+	case p.retryAfter > 0:
+		w.Header().Set("Retry-After", strconv.Itoa(p.retryAfter))
+	case p.status == http.StatusServiceUnavailable:
 		w.Header().Set("Retry-After", "1")
 	}
 	b, err := json.Marshal(errorBody{Error: body})
@@ -189,4 +248,9 @@ func (a *api) fail(w http.ResponseWriter, r *http.Request, err error) {
 		b = []byte(`{"error":{"code":"internal","message":"internal error"}}`)
 	}
 	writeBody(w, p.status, b)
+}
+
+// failing is a handler that answers every request with err.
+func (a responder) failing(err error) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) { a.fail(w, r, err) }
 }

@@ -5,6 +5,7 @@ import (
 	"net/http/httptest"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/apollo-platform/apollo/internal/httpapi"
 )
@@ -102,17 +103,71 @@ func FuzzNearbyQuery(f *testing.F) {
 	})
 }
 
+// FuzzBookingBody sends arbitrary booking bodies and Idempotency-Keys.
+func FuzzBookingBody(f *testing.F) {
+	for _, seed := range []string{
+		validBooking, `{"rider_id":"r1","service":"car","pickup":{"lat":0,"lng":0},"dropoff":{"lat":-90,"lng":180}}`,
+		`{"rider_id":"r1","service":"car","pickup":{"lat":91,"lng":0},"dropoff":{"lat":0,"lng":0}}`,
+		`{"rider_id":"r 1","service":"car","pickup":{"lat":1,"lng":2},"dropoff":{"lat":1,"lng":2}}`,
+		`{"rider_id":"r1","service":"Car","pickup":{"lat":1,"lng":2},"dropoff":{"lat":1,"lng":2}}`,
+		`{"rider_id":"r1","service":"car","pickup":{"lat":1e999,"lng":2},"dropoff":{"lat":1,"lng":2}}`,
+		`{"rider_id":"r1","service":"car","pickup":null,"dropoff":{"lat":1,"lng":2}}`,
+		`{"rider_id":"r1","service":"car","pickup":{"lat":1,"lng":2,"x":1},"dropoff":{}}`,
+		`{"rider_id":"r1","service":"car","pickup":[1,2],"dropoff":"here"}`,
+		`{"rider_id":1}`, `{}`, `null`, `[]`, `""`, validBooking + `{}`, "", "\ufeff{}",
+	} {
+		f.Add(true, "key-1", seed)
+		f.Add(false, "", seed)
+	}
+	f.Add(true, "", validBooking)
+	f.Add(true, "a\x00b", validBooking)
+	f.Add(true, "\xff\xfe", validBooking)
+	h := newQuietHarness(f, newFake(seedDrivers()...), func(c *httpapi.Config) { c.MaxBodyBytes = 4096 })
+	f.Fuzz(func(t *testing.T, withKey bool, key, body string) {
+		req := httptest.NewRequest("POST", "/v1/bookings", nil)
+		if withKey {
+			req.Header[httpapi.IdempotencyKeyHeader] = []string{key}
+		}
+		rec := h.doRequest(req, body)
+		checkFuzzResponse(t, rec)
+	})
+}
+
+// FuzzBookingQuery sends arbitrary query strings to the long poll; waits
+// are capped at a millisecond so the fuzzer does not sleep.
+func FuzzBookingQuery(f *testing.F) {
+	for _, seed := range []string{
+		"", "wait=1ms", "wait=1ms&version=1", "wait=1ms&version=0", "version=1", "wait=0s", "wait=-1ms", "wait=1h",
+		"wait=1ms&version=-1", "wait=1ms&version=1e3", "wait=1ms&wait=1ms", "wait=%zz", "a;b", "wait=9223372036854775807ns",
+		"wait=1ms&version=9223372036854775807", "timeout=1",
+	} {
+		f.Add("bk-search", seed)
+	}
+	f.Add("bk-done", "wait=1ms")
+	f.Add("bk-nobody", "wait=1ms&version=2")
+	h := newQuietHarness(f, newFake(seedDrivers()...), func(c *httpapi.Config) { c.MaxWait = time.Millisecond })
+	f.Fuzz(func(t *testing.T, id, rawQuery string) {
+		req := httptest.NewRequest("GET", "/v1/bookings/x", nil)
+		req.URL.Path, req.URL.RawQuery = "/v1/bookings/"+id, rawQuery
+		rec := h.doRequest(req, "")
+		checkFuzzResponse(t, rec)
+	})
+}
+
 // FuzzPath sends arbitrary paths and methods: whatever the router makes of
 // them, the answer is JSON and never a 5xx.
 func FuzzPath(f *testing.F) {
 	for _, seed := range []string{
 		"/v1/drivers/drv-1", "/v1/drivers/drv-1/location", "/v1/drivers/batch-get", "/v1/drivers/nearby",
+		"/v1/bookings", "/v1/bookings/bk-search", "/v1/bookings/bk-search/cancel", "/v1/bookings//cancel", "/v1/bookings/",
 		"/", "/v1/drivers/", "/v1/drivers//events", "/v1/drivers/../drivers/x", "/v1/drivers/%7B%7D", "/v1/drivers/\x00",
 	} {
 		f.Add("GET", seed)
 	}
 	f.Add("DELETE", "/v1/drivers/drv-1")
 	f.Add("PUT", "/v1/drivers/batch-get")
+	f.Add("POST", "/v1/bookings/bk-alloc/cancel")
+	f.Add("POST", "/v1/bookings")
 	h := newQuietHarness(f, newFake(seedDrivers()...), nil)
 	f.Fuzz(func(t *testing.T, method, path string) {
 		if !validMethod(method) {

@@ -55,10 +55,11 @@ func (b *syncBuffer) String() string {
 // harness is one API handler over a fake store, with its own registry and
 // captured JSON logs.
 type harness struct {
-	handler http.Handler
-	store   *fakeDrivers
-	reg     *prometheus.Registry
-	logs    *syncBuffer
+	handler  http.Handler
+	store    *fakeDrivers
+	bookings *fakeBookings // seeded with seedBookings
+	reg      *prometheus.Registry
+	logs     *syncBuffer
 }
 
 func newHarness(t testing.TB, store *fakeDrivers, cfgEdit func(*httpapi.Config)) *harness {
@@ -78,13 +79,14 @@ func buildHarness(t testing.TB, store *fakeDrivers, cfgEdit func(*httpapi.Config
 	if cfgEdit != nil {
 		cfgEdit(&cfg)
 	}
-	h := &harness{store: store, reg: prometheus.NewRegistry(), logs: &syncBuffer{}}
+	h := &harness{store: store, bookings: newFakeBookings(seedBookings()...), reg: prometheus.NewRegistry(), logs: &syncBuffer{}}
 	log := slog.New(slog.DiscardHandler)
 	if keepLogs {
 		log = slog.New(slog.NewJSONHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
 	handler, err := httpapi.New(cfg, httpapi.Deps{
 		Drivers:    store,
+		Bookings:   h.bookings,
 		Rules:      driver.DefaultRules(),
 		Now:        func() time.Time { return testNow },
 		Log:        log,

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/apollo-platform/apollo/internal/booking"
 	"github.com/apollo-platform/apollo/internal/driver"
 )
 
@@ -54,6 +55,43 @@ func newDriverJSON(d driver.Driver, rules driver.Rules, now time.Time) driverJSO
 	}
 }
 
+// bookingJSON is a booking on the wire, with the field names of the
+// booking package's own JSON. Times are RFC 3339 in UTC; no driver and no
+// reservation are left out.
+type bookingJSON struct {
+	ID            string         `json:"id"`
+	RiderID       string         `json:"rider_id"`
+	Service       string         `json:"service"`
+	Pickup        locationJSON   `json:"pickup"`
+	Dropoff       locationJSON   `json:"dropoff"`
+	Status        booking.Status `json:"status"`
+	DriverID      string         `json:"driver_id,omitempty"`
+	ReservedUntil time.Time      `json:"reserved_until,omitzero"`
+	CreatedAt     time.Time      `json:"created_at"`
+	Deadline      time.Time      `json:"deadline"`
+	UpdatedAt     time.Time      `json:"updated_at"`
+	// Version counts the booking's changes; pass it as ?version= to wait
+	// for the next one.
+	Version int64 `json:"version"`
+}
+
+func newBookingJSON(b booking.Booking) bookingJSON {
+	return bookingJSON{
+		ID:            b.ID,
+		RiderID:       b.RiderID,
+		Service:       b.Service,
+		Pickup:        locationJSON{Lat: b.Pickup.Lat, Lng: b.Pickup.Lng},
+		Dropoff:       locationJSON{Lat: b.Dropoff.Lat, Lng: b.Dropoff.Lng},
+		Status:        b.Status,
+		DriverID:      b.DriverID,
+		ReservedUntil: b.ReservedUntil.UTC(),
+		CreatedAt:     b.CreatedAt.UTC(),
+		Deadline:      b.Deadline.UTC(),
+		UpdatedAt:     b.UpdatedAt.UTC(),
+		Version:       b.Version,
+	}
+}
+
 // availableForAny reports whether rules make d available for any service
 // it offers.
 func availableForAny(d driver.Driver, rules driver.Rules, now time.Time) bool {
@@ -68,13 +106,18 @@ func availableForAny(d driver.Driver, rules driver.Rules, now time.Time) bool {
 // respond writes v as a 200 response. v is marshalled before anything is
 // written, so a value that cannot be encoded (a NaN from the store, say)
 // still becomes a clean 500 instead of a half-written 200.
-func (a *api) respond(w http.ResponseWriter, r *http.Request, v any) {
+func (a responder) respond(w http.ResponseWriter, r *http.Request, v any) {
+	a.respondStatus(w, r, http.StatusOK, v)
+}
+
+// respondStatus is respond with another success status, e.g. 201.
+func (a responder) respondStatus(w http.ResponseWriter, r *http.Request, status int, v any) {
 	b, err := json.Marshal(v)
 	if err != nil {
 		a.fail(w, r, fmt.Errorf("encode response: %w", err))
 		return
 	}
-	writeBody(w, http.StatusOK, b)
+	writeBody(w, status, b)
 }
 
 // writeBody writes an encoded JSON body with its status.

@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"fmt"
-	"log/slog"
 	"net/http"
 	"slices"
 	"strings"
@@ -14,11 +13,12 @@ import (
 // api holds what the handlers share. It is built once by New and only read
 // afterwards.
 type api struct {
-	cfg     Config
-	drivers Drivers
-	rules   driver.Rules
-	now     func() time.Time
-	log     *slog.Logger
+	responder // its log also receives the access log
+	cfg       Config
+	drivers   Drivers
+	bookings  Bookings
+	rules     driver.Rules
+	now       func() time.Time
 }
 
 // route is one registered pattern and its handler.
@@ -38,6 +38,9 @@ func (a *api) routes() []route {
 		// More specific than /v1/drivers/{id}, so ServeMux prefers it; a
 		// driver whose id is "nearby" cannot be read with GET.
 		{"GET /v1/drivers/nearby", a.nearby},
+		{"POST /v1/bookings", a.createBooking},
+		{"GET /v1/bookings/{id}", a.getBooking},
+		{"POST /v1/bookings/{id}/cancel", a.cancelBooking},
 	}
 }
 
@@ -67,23 +70,9 @@ func New(cfg Config, deps Deps) (http.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	a := &api{cfg: cfg, drivers: deps.Drivers, rules: deps.Rules, now: deps.Now, log: deps.Log}
+	a := &api{responder: responder{log: deps.Log}, cfg: cfg, drivers: deps.Drivers, bookings: deps.Bookings, rules: deps.Rules, now: deps.Now}
 
-	mux := http.NewServeMux()
-	known := make(map[string]bool)
-	methods := []string{http.MethodHead} // ServeMux serves HEAD with GET routes
-	for _, rt := range a.routes() {
-		mux.Handle(rt.pattern, rt.handler)
-		known[rt.pattern] = true
-		method, _, _ := strings.Cut(rt.pattern, " ")
-		methods = append(methods, method)
-	}
-	slices.Sort(methods)
-	methods = slices.Compact(methods)
-	// "/" catches every request no route matches, so that ServeMux never
-	// writes its own plain-text 404 or 405: both come out as JSON errors.
-	mux.HandleFunc("/", a.noRoute(mux, methods))
-
+	mux, known := a.serveMux(a.routes())
 	var h http.Handler = mux
 	h = a.recoverPanics(h)
 	h = a.observe(h, m, func(r *http.Request) string {
@@ -96,8 +85,28 @@ func New(cfg Config, deps Deps) (http.Handler, error) {
 	return h, nil
 }
 
+// serveMux registers routes, and answers every request they do not match
+// with a JSON 404 or 405. known holds the registered patterns.
+func (a responder) serveMux(routes []route) (mux *http.ServeMux, known map[string]bool) {
+	mux = http.NewServeMux()
+	known = make(map[string]bool)
+	methods := []string{http.MethodHead} // ServeMux serves HEAD with GET routes
+	for _, rt := range routes {
+		mux.Handle(rt.pattern, rt.handler)
+		known[rt.pattern] = true
+		method, _, _ := strings.Cut(rt.pattern, " ")
+		methods = append(methods, method)
+	}
+	slices.Sort(methods)
+	methods = slices.Compact(methods)
+	// "/" catches every request no route matches, so that ServeMux never
+	// writes its own plain-text 404 or 405: both come out as JSON errors.
+	mux.HandleFunc("/", a.noRoute(mux, methods))
+	return mux, known
+}
+
 // noRoute answers 405 when the path is served for other methods, else 404.
-func (a *api) noRoute(mux *http.ServeMux, methods []string) http.HandlerFunc {
+func (a responder) noRoute(mux *http.ServeMux, methods []string) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		if allow := allowedMethods(mux, methods, r); len(allow) > 0 {
 			a.fail(w, r, &methodNotAllowedError{method: r.Method, allow: allow})

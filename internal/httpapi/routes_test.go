@@ -17,20 +17,23 @@ import (
 
 // routeCase is one request to one route and what must come back.
 type routeCase struct {
-	name  string
-	req   request
-	setup func(*fakeDrivers) // failures injected into the store; nil for a healthy store
-	edit  func(*httpapi.Config)
+	name     string
+	req      request
+	setup    func(*fakeDrivers)  // failures injected into the store; nil for a healthy store
+	bookings func(*fakeBookings) // the same for the booking pipeline
+	edit     func(*httpapi.Config)
 
 	wantStatus int
 	wantCode   httpapi.Code // "" for success
 	wantMsg    string       // substring of the error message
 	check      func(t *testing.T, rec *httptest.ResponseRecorder, store *fakeDrivers)
+	// checkBookings is check for the booking routes.
+	checkBookings func(t *testing.T, rec *httptest.ResponseRecorder, bookings *fakeBookings)
 }
 
 // runRouteCases runs cases against pattern and checks, for every case: the
 // status, the error code and message, that the exchange matches the spec,
-// and that a healthy store never yields a 5xx, however bad the input.
+// and that healthy stores never yield a 5xx, however bad the input.
 func runRouteCases(t *testing.T, pattern string, cases []routeCase) {
 	t.Helper()
 	doc := loadSpec(t)
@@ -41,12 +44,15 @@ func runRouteCases(t *testing.T, pattern string, cases []routeCase) {
 				tc.setup(store)
 			}
 			h := newHarness(t, store, tc.edit)
+			if tc.bookings != nil {
+				tc.bookings(h.bookings)
+			}
 			rec := h.do(tc.req)
 
 			if rec.Code != tc.wantStatus {
 				t.Fatalf("status = %d, want %d; body %s", rec.Code, tc.wantStatus, rec.Body)
 			}
-			if tc.setup == nil && rec.Code >= 500 {
+			if tc.setup == nil && tc.bookings == nil && rec.Code >= 500 {
 				t.Fatalf("healthy store, status %d: bad input must never be a 5xx", rec.Code)
 			}
 			if tc.wantCode != "" {
@@ -66,6 +72,9 @@ func runRouteCases(t *testing.T, pattern string, cases []routeCase) {
 			}
 			if tc.check != nil {
 				tc.check(t, rec, store)
+			}
+			if tc.checkBookings != nil {
+				tc.checkBookings(t, rec, h.bookings)
 			}
 		})
 	}

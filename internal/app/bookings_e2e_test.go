@@ -1,0 +1,163 @@
+package app_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/apollo-platform/apollo/internal/app"
+	"github.com/apollo-platform/apollo/internal/driver"
+	"github.com/apollo-platform/apollo/internal/localcluster/clustertest"
+)
+
+type bookingJSON struct {
+	ID       string `json:"id"`
+	Status   string `json:"status"`
+	DriverID string `json:"driver_id"`
+	Version  int64  `json:"version"`
+	Error    *struct {
+		Code        string `json:"code"`
+		RetryAfterS int    `json:"retry_after_s"`
+	} `json:"error"`
+}
+
+func postBooking(t *testing.T, api, key string, lat, lng float64) (int, bookingJSON, http.Header) {
+	t.Helper()
+	body, _ := json.Marshal(map[string]any{"rider_id": "rider-" + key, "service": "car",
+		"pickup": map[string]float64{"lat": lat, "lng": lng}, "dropoff": map[string]float64{"lat": 1.35, "lng": 103.9}})
+	req, _ := http.NewRequest("POST", api+"/v1/bookings", bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Idempotency-Key", key)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	var b bookingJSON
+	json.Unmarshal(raw, &b)
+	return resp.StatusCode, b, resp.Header
+}
+
+// TestBookingsEndToEnd drives the booking pipeline over HTTP on a real
+// cluster: a district with drivers keeps allocating while a district with
+// none trips Spampede (429 + Retry-After); retries are idempotent; under
+// concurrent bookings no driver is reserved twice.
+func TestBookingsEndToEnd(t *testing.T) {
+	c := clustertest.Start(t)
+	rules := filepath.Join(t.TempDir(), "rules.json")
+	os.WriteFile(rules, []byte(`{"version":1,"rules":[{"name":"sg","min_lat":1.15,"max_lat":1.5,"min_lng":103.55,"max_lng":104.1,
+		"cell_bits":30,"bucket_seconds":60,"threshold":3,"hold_down_seconds":30}]}`), 0o600)
+	cfg := app.DefaultConfig()
+	cfg.Redis.Addrs = c.Addrs()[:1]
+	cfg.Listen, cfg.AdminListen, cfg.DrainDelay = "127.0.0.1:0", "127.0.0.1:0", 0
+	cfg.SpampedeRulesFile = rules
+	cfg.Booking.AllocationTimeout, cfg.Booking.ScanEvery = 1500*time.Millisecond, 100*time.Millisecond
+	a, err := app.New(context.Background(), cfg, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Listen(); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- a.Serve(ctx) }()
+	defer func() { cancel(); <-done }()
+	api := "http://" + a.APIAddr()
+
+	// Ten drivers in district A; nobody in district B, 15 km away.
+	now := time.Now()
+	for i := 0; i < 10; i++ {
+		id := fmt.Sprintf("a-%02d", i)
+		a.Drivers().Heartbeat(context.Background(), id, driver.Location{Lat: 1.300 + float64(i)*0.0005, Lng: 103.800}, now)
+		if _, err := a.Drivers().Apply(context.Background(), id, driver.Transition{Event: driver.EventGoOnline, Services: []string{"car"}}, now); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const bLat, bLng = 1.420, 103.900
+
+	t.Run("an idempotent retry returns the same booking", func(t *testing.T) {
+		code1, b1, _ := postBooking(t, api, "idem-1", 1.3001, 103.8001)
+		code2, b2, _ := postBooking(t, api, "idem-1", 1.3001, 103.8001)
+		if code1 != 201 || code2 != 201 || b1.ID == "" || b1.ID != b2.ID || b1.Status != "allocated" {
+			t.Fatalf("first %d %+v, retry %d %+v", code1, b1, code2, b2)
+		}
+	})
+
+	t.Run("concurrent bookings never share a driver", func(t *testing.T) {
+		var mu sync.Mutex
+		seen := map[string]string{}
+		var wg sync.WaitGroup
+		for i := 0; i < 30; i++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				code, b, _ := postBooking(t, api, fmt.Sprintf("conc-%d", i), 1.3002, 103.8002)
+				if code != 201 {
+					t.Errorf("booking %d: status %d", i, code)
+					return
+				}
+				if b.DriverID == "" {
+					// No driver left: cancel, so that A is not counted as a spike.
+					resp, err := http.Post(api+"/v1/bookings/"+b.ID+"/cancel", "application/json", nil)
+					if err != nil || resp.StatusCode != 200 {
+						t.Errorf("cancel %s: %v %v", b.ID, err, resp)
+					} else {
+						resp.Body.Close()
+					}
+					return
+				}
+				{
+					mu.Lock()
+					if other, dup := seen[b.DriverID]; dup {
+						t.Errorf("driver %s reserved by %s and %s", b.DriverID, other, b.ID)
+					}
+					seen[b.DriverID] = b.ID
+					mu.Unlock()
+				}
+			}()
+		}
+		wg.Wait()
+		if len(seen) != 9 { // ten drivers, one taken by the idempotency subtest
+			t.Errorf("%d bookings got a driver, want the 9 free drivers", len(seen))
+		}
+	})
+
+	t.Run("a district without drivers trips Spampede", func(t *testing.T) {
+		for i := 0; i < 3; i++ {
+			code, b, _ := postBooking(t, api, fmt.Sprintf("b-%d", i), bLat, bLng)
+			if code != 201 || b.Status != "searching" {
+				t.Fatalf("booking %d in B: %d %+v, want 201 searching", i, code, b)
+			}
+		}
+		deadline := time.Now().Add(20 * time.Second)
+		for {
+			code, b, h := postBooking(t, api, fmt.Sprintf("b-late-%d", time.Now().UnixNano()), bLat, bLng)
+			if code == 429 {
+				if b.Error == nil || b.Error.Code != "high_demand" || b.Error.RetryAfterS < 1 || h.Get("Retry-After") == "" {
+					t.Fatalf("429 without the contract: %+v %v", b.Error, h)
+				}
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("B never tripped; last answer %d %+v", code, b)
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+		// District A is unaffected: its bookings are still admitted.
+		code, b, _ := postBooking(t, api, "a-after-spike", 1.3003, 103.8003)
+		if code != 201 {
+			t.Errorf("booking in A after B tripped: %d %+v", code, b)
+		}
+	})
+}
