@@ -124,6 +124,9 @@ Try:
   curl -s '%[1]s/v1/drivers/nearby?lat=1.3521&lng=103.8198&radius_m=3000&service=car&limit=5'
   curl -s -X PUT %[1]s/v1/drivers/drv-000001/location -H 'Content-Type: application/json' -d '{"lat":1.3,"lng":103.8}'
   curl -s -X POST %[1]s/v1/drivers/drv-000001/events -H 'Content-Type: application/json' -d '{"type":"go_offline"}'
+  curl -s -X POST %[1]s/v1/bookings -H 'Content-Type: application/json' -H 'Idempotency-Key: demo-1' \
+       -d '{"rider_id":"rider-1","service":"car","pickup":{"lat":1.3521,"lng":103.8198},"dropoff":{"lat":1.29,"lng":103.85}}'
+  curl -s '%[2]s/v1/spampede/cells?top=20'
 
 Ctrl-C stops the service, the fleet and the cluster.
 `, st.APIURL, st.AdminURL, seed, more)
