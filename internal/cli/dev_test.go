@@ -12,23 +12,9 @@ import (
 	"strings"
 	"testing"
 	"time"
-)
 
-// redisUnder lists redis-server processes whose working directory is under dir.
-func redisUnder(dir string) []string {
-	var out []string
-	procs, _ := filepath.Glob("/proc/[0-9]*")
-	for _, p := range procs {
-		comm, err := os.ReadFile(filepath.Join(p, "comm"))
-		if err != nil || !strings.HasPrefix(string(comm), "redis-server") {
-			continue
-		}
-		if cwd, err := os.Readlink(filepath.Join(p, "cwd")); err == nil && strings.HasPrefix(cwd, dir) {
-			out = append(out, filepath.Base(p))
-		}
-	}
-	return out
-}
+	"github.com/apollo-platform/apollo/internal/localcluster/clustertest"
+)
 
 func waitForFile(t *testing.T, path string, d time.Duration, done <-chan int, stderr *bytes.Buffer) {
 	t.Helper()
@@ -90,7 +76,7 @@ func TestDevServesTheFleetAndStopsCleanly(t *testing.T) {
 	case <-time.After(60 * time.Second):
 		t.Fatal("dev did not stop within 60s of Ctrl-C")
 	}
-	if left := redisUnder(tmp); len(left) > 0 {
+	if left := clustertest.RedisProcessesUnder(tmp); len(left) > 0 {
 		t.Errorf("redis-server processes left after dev stopped: %v", left)
 	}
 	if !strings.Contains(out.String(), "curl") {

@@ -32,7 +32,7 @@ func runDrillForTest(t *testing.T, args ...string) (drill.Result, int, string) {
 	if err := json.Unmarshal(b, &res); err != nil {
 		t.Fatal(err)
 	}
-	if left := redisUnder(tmp); len(left) > 0 {
+	if left := clustertest.RedisProcessesUnder(tmp); len(left) > 0 {
 		t.Errorf("redis-server processes left after the drill: %v", left)
 	}
 	return res, code, stdout.String()
@@ -132,7 +132,7 @@ func TestDrillInterruptedLeavesNoProcess(t *testing.T) {
 	case <-time.After(60 * time.Second):
 		t.Fatal("drill did not stop within 60s of cancellation")
 	}
-	if left := redisUnder(tmp); len(left) > 0 {
+	if left := clustertest.RedisProcessesUnder(tmp); len(left) > 0 {
 		t.Errorf("redis-server processes left after an interrupted drill: %v", left)
 	}
 }

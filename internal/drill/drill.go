@@ -89,7 +89,7 @@ func Execute(ctx context.Context, cfg Config, out io.Writer, log *slog.Logger) (
 	for _, name := range cfg.Configs {
 		rep, fault, err := runConfig(ctx, cfg, name, out, log)
 		if err != nil {
-			return res, fmt.Errorf("%s: %w", name, err)
+			return res, fmt.Errorf("config %s: %w", name, err)
 		}
 		res.Fault = fault
 		res.Configs = append(res.Configs, rep)

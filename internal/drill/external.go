@@ -39,16 +39,36 @@ func externalFault(ctx context.Context, addrs []string, cfg Config) (Fault, erro
 	if target == "" {
 		return nil, errors.New("replica-hang needs a replica in the first shard, and the cluster has none")
 	}
-	pause := cfg.Plan.Duration - cfg.Plan.FaultAt + 5*time.Second
+	// The pause lasts until the end of the run. It cannot be lifted early:
+	// CLIENT UNPAUSE, like every command, waits out a CLIENT PAUSE ALL.
+	end := cfg.Plan.HealAt
+	if end == 0 {
+		end = cfg.Plan.Duration
+	}
+	pause := end - cfg.Plan.FaultAt
+	var until time.Time
 	do := func(ctx context.Context, args ...any) error {
-		c := redis.NewClient(&redis.Options{Addr: target, MaxRetries: -1, DialTimeout: time.Second, ReadTimeout: time.Second})
+		c := redis.NewClient(&redis.Options{Addr: target, MaxRetries: -1, DialTimeout: time.Second, ReadTimeout: time.Second,
+			Protocol: 2, DisableIdentity: true})
 		defer c.Close()
 		return c.Do(ctx, args...).Err()
 	}
 	return FaultFunc{
-		Label:    "replica hang (CLIENT PAUSE ALL) " + target,
-		InjectFn: func(ctx context.Context) error { return do(ctx, "CLIENT", "PAUSE", pause.Milliseconds(), "ALL") },
-		HealFn:   func(ctx context.Context) error { return do(ctx, "CLIENT", "UNPAUSE") },
+		Label: "replica hang (CLIENT PAUSE ALL) " + target,
+		InjectFn: func(ctx context.Context) error {
+			until = time.Now().Add(pause)
+			return do(ctx, "CLIENT", "PAUSE", pause.Milliseconds(), "ALL")
+		},
+		HealFn: func(ctx context.Context) error {
+			sleep(ctx, time.Until(until))
+			for {
+				err := do(ctx, "PING")
+				if err == nil || ctx.Err() != nil {
+					return err
+				}
+				sleep(ctx, 100*time.Millisecond)
+			}
+		},
 	}, nil
 }
 
@@ -68,7 +88,7 @@ func executeExternal(ctx context.Context, cfg Config, addrs []string, out io.Wri
 		}
 		read, closeFn, err := batchReader(ctx, name, addrs, log)
 		if err != nil {
-			return fmt.Errorf("%s: %w", name, err)
+			return fmt.Errorf("config %s: %w", name, err)
 		}
 		fmt.Fprintf(out, "\n== %s: %s at %s ==\n", name, fault.Name(), cfg.Plan.FaultAt)
 		rep, err := RunLoad(ctx, cfg.Plan, ids, read, fault, func(s Second) { WriteSecond(out, name, s) })
@@ -77,7 +97,7 @@ func executeExternal(ctx context.Context, cfg Config, addrs []string, out io.Wri
 		res.Fault = fault.Name()
 		res.Configs = append(res.Configs, rep)
 		if err != nil {
-			return fmt.Errorf("%s: %w", name, err)
+			return fmt.Errorf("config %s: %w", name, err)
 		}
 	}
 	return nil

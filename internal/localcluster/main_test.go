@@ -3,9 +3,9 @@ package localcluster_test
 import (
 	"fmt"
 	"os"
-	"path/filepath"
-	"strings"
 	"testing"
+
+	"github.com/apollo-platform/apollo/internal/localcluster/clustertest"
 )
 
 // TestMain checks, after every test has run, that no redis-server started by
@@ -18,7 +18,7 @@ func TestMain(m *testing.M) {
 	}
 	os.Setenv("TMPDIR", base) // t.TempDir and os.MkdirTemp land under base
 	code := m.Run()
-	if left := redisUnder(base); len(left) > 0 {
+	if left := clustertest.RedisProcessesUnder(base); len(left) > 0 {
 		fmt.Fprintf(os.Stderr, "FAIL: redis-server processes left running: %v\n", left)
 		code = 1
 	}
@@ -29,21 +29,4 @@ func TestMain(m *testing.M) {
 	}
 	os.RemoveAll(base)
 	os.Exit(code)
-}
-
-// redisUnder lists redis-server processes whose working directory is under base.
-func redisUnder(base string) []string {
-	var out []string
-	procs, _ := filepath.Glob("/proc/[0-9]*")
-	for _, p := range procs {
-		comm, err := os.ReadFile(filepath.Join(p, "comm"))
-		if err != nil || !strings.HasPrefix(string(comm), "redis-server") {
-			continue
-		}
-		cwd, err := os.Readlink(filepath.Join(p, "cwd"))
-		if err == nil && strings.HasPrefix(cwd, base) {
-			out = append(out, filepath.Base(p)+" in "+cwd)
-		}
-	}
-	return out
 }

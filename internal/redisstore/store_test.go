@@ -20,14 +20,7 @@ var t0 = time.Date(2026, 11, 30, 8, 0, 0, 0, time.UTC)
 
 func newStore(t *testing.T, c *localcluster.Cluster) (*redisstore.Drivers, *redisroute.Router) {
 	t.Helper()
-	cfg := redisroute.DefaultConfig()
-	cfg.Addrs = c.Addrs()[:1]
-	cfg.CallTimeout = 5 * time.Second
-	r, err := redisroute.New(context.Background(), cfg, nil, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { r.Close() })
+	r := newRouterFor(t, c)
 	s, err := redisstore.NewDrivers(r, redisstore.DefaultConfig(), driver.DefaultRules())
 	if err != nil {
 		t.Fatal(err)

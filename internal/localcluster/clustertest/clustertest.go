@@ -4,6 +4,9 @@ package clustertest
 
 import (
 	"context"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/apollo-platform/apollo/internal/localcluster"
@@ -30,4 +33,22 @@ func Start(t testing.TB, edit ...func(*localcluster.Config)) *localcluster.Clust
 		}
 	})
 	return c
+}
+
+// RedisProcessesUnder lists the redis-server processes whose working
+// directory is under dir ("pid in cwd"): what a test that started clusters
+// there must not leave behind.
+func RedisProcessesUnder(dir string) []string {
+	var out []string
+	procs, _ := filepath.Glob("/proc/[0-9]*")
+	for _, p := range procs {
+		comm, err := os.ReadFile(filepath.Join(p, "comm"))
+		if err != nil || !strings.HasPrefix(string(comm), "redis-server") {
+			continue
+		}
+		if cwd, err := os.Readlink(filepath.Join(p, "cwd")); err == nil && strings.HasPrefix(cwd, dir) {
+			out = append(out, filepath.Base(p)+" in "+cwd)
+		}
+	}
+	return out
 }
