@@ -175,5 +175,5 @@ func parseFlags(e env, fs *flag.FlagSet, args []string) error {
 }
 
 func envName(flagName string) string {
-	return "APOLLO_" + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
+	return "APOLLO_" + strings.ToUpper(strings.NewReplacer("-", "_", ".", "_").Replace(flagName))
 }
