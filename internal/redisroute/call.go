@@ -244,6 +244,19 @@ func (c *call) onHedge(a *attempt) {
 	if len(open) == 0 || a.hedged {
 		return
 	}
+	// A hedge goes to another node of the shard. When reads must come from
+	// the primary (the primary policy, or slots migrating, when a replica
+	// may answer "missing" for a key that moved), a replica's answer would
+	// be faster but could be wrong: it is only asked once the primary is
+	// not answering at all, as for any fallback.
+	now := time.Now()
+	if c.r.policyAt(now) == Primary && a.node.healthy() && !c.r.stalled(a.node, now) {
+		if !a.rearmed {
+			a.rearmed = true
+			c.after(c.r.cfg.StallAfter, event{hedge: a})
+		}
+		return
+	}
 	t := c.r.topo.Load()
 	s := t.slots[Slot(c.cmds[open[0]].Key)]
 	if s == nil {

@@ -27,11 +27,7 @@ func (r *Router) pickRead(s *shard, n int, exclude []*node) (*node, Via, error) 
 	// only wait for its deadline. Failing fast is the better answer.
 	open := func(x *node) bool { return !slices.Contains(exclude, x) && !r.stalled(x, now) }
 	usable := func(x *node) bool { return x.healthy() && open(x) }
-	policy := r.cfg.Policy
-	if now.UnixNano() < r.migratingUntil.Load() {
-		policy = Primary
-	}
-	switch policy {
+	switch r.policyAt(now) {
 	case Primary:
 		if usable(s.primary) {
 			return s.primary, ViaPreferred, nil
@@ -64,6 +60,14 @@ func (r *Router) pickRead(s *shard, n int, exclude []*node) (*node, Via, error) 
 		}
 	}
 	return nil, "", errShardStalled
+}
+
+// policyAt is the read policy in force: Primary while slots migrate.
+func (r *Router) policyAt(now time.Time) Policy {
+	if now.UnixNano() < r.migratingUntil.Load() {
+		return Primary
+	}
+	return r.cfg.Policy
 }
 
 // pickReplica spreads reads round-robin over the usable replicas.

@@ -197,3 +197,26 @@ func TestLegacy2019ReproducesTheIncident(t *testing.T) {
 		t.Errorf("legacy-2019 failed before the fault: %+v", l.PerSecond[0])
 	}
 }
+
+// TestPrimaryPolicySurvivesAHungPrimary: with reads on primaries, a hung
+// primary is left for its replicas once it is found silent (not hedged to a
+// replica before that, which could answer "missing" during a migration).
+func TestPrimaryPolicySurvivesAHungPrimary(t *testing.T) {
+	c := clustertest.Start(t, func(cfg *localcluster.Config) {
+		cfg.NodeTimeout = 2 * time.Second
+		cfg.ExtraArgs = []string{"cluster-allow-reads-when-down yes"}
+	})
+	keys := seed(t, c)
+	r := newRouter(t, c, func(cfg *redisroute.Config) { cfg.Policy = redisroute.Primary; cfg.CallTimeout = 5 * time.Second })
+	primary := c.Primary(context.Background(), 0)
+	fault := drill.Hang(c, "primary", primary)
+	plan := drill.Plan{Workers: 8, Pipeline: 20, Duration: 8 * time.Second, FaultAt: 2 * time.Second, CallTimeout: 5 * time.Second}
+	rep, err := drill.RunLoad(context.Background(), plan, keys, apolloReader(r), fault, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("primary policy, hung primary: %d calls, %.3f%% ok, p99 %.1f ms, max %.1f ms", rep.Calls, 100*rep.CallSuccessRatio, rep.P99Ms, rep.MaxMs)
+	if rep.OKCommands != rep.Commands {
+		t.Errorf("%d of %d commands failed", rep.Commands-rep.OKCommands, rep.Commands)
+	}
+}
