@@ -264,6 +264,7 @@ func (c *call) onHedge(a *attempt) {
 	}
 	n, _, err := c.r.pickRead(s, len(open), c.triedByAll(open))
 	if err != nil || n == a.node {
+		c.noHedge(a, open, err)
 		return
 	}
 	if !c.r.hedges.withdraw() {
@@ -273,6 +274,26 @@ func (c *call) onHedge(a *attempt) {
 	a.hedged = true
 	c.r.m.hedges.WithLabelValues("sent").Add(float64(len(open)))
 	c.launch(&attempt{node: n, idx: open, via: ViaHedge})
+}
+
+// noHedge handles a slow read with nowhere to hedge: if its node is known
+// to be silent, the whole shard is out (a full outage), so the reads fail
+// now instead of at their deadline; otherwise look again once the node has
+// had time to count as stalled.
+func (c *call) noHedge(a *attempt, open []int, err error) {
+	if c.r.stalled(a.node, time.Now()) {
+		if err == nil {
+			err = errShardStalled
+		}
+		for _, i := range open {
+			c.finishErr(i, err)
+		}
+		return
+	}
+	if !a.rearmed {
+		a.rearmed = true
+		c.after(c.r.cfg.StallAfter, event{hedge: a})
+	}
 }
 
 // onDone turns an attempt's replies into results, redirects or retries.

@@ -64,7 +64,11 @@ func (r *Router) watchdogLoop() {
 		case <-tick.C:
 		}
 		now := time.Now()
-		late := now.Sub(last) > 2*every
+		// Only a pause as long as the stall threshold can make a healthy
+		// node look stalled; shorter scheduling delays are ignored, or on a
+		// busy machine the floor would move so often that nothing ever
+		// counts as stalled.
+		late := now.Sub(last) > r.cfg.StallAfter
 		last = now
 		if late {
 			// This process was not running (GC, CPU starvation, SIGSTOP):
