@@ -92,6 +92,15 @@ func TestBookingsEndToEnd(t *testing.T) {
 		if code1 != 201 || code2 != 201 || b1.ID == "" || b1.ID != b2.ID || b1.Status != "allocated" {
 			t.Fatalf("first %d %+v, retry %d %+v", code1, b1, code2, b2)
 		}
+		// The driver accepts through the driver API; the booking follows.
+		resp, err := http.Post(api+"/v1/drivers/"+b1.DriverID+"/events", "application/json", bytes.NewReader([]byte(`{"type":"accept"}`)))
+		if err != nil || resp.StatusCode != 200 {
+			t.Fatalf("driver accept: %v %v", err, resp)
+		}
+		resp.Body.Close()
+		if got := getBooking(t, api, b1.ID); got.Status != "accepted" || got.DriverID != b1.DriverID {
+			t.Fatalf("after the driver accepted: %+v", got)
+		}
 	})
 
 	t.Run("concurrent bookings never share a driver", func(t *testing.T) {
@@ -159,10 +168,27 @@ func TestBookingsEndToEnd(t *testing.T) {
 			}
 			time.Sleep(200 * time.Millisecond)
 		}
-		// District A is unaffected: its bookings are still admitted.
+		// District A is unaffected: a driver coming on line there is allocated.
+		now := time.Now()
+		a.Drivers().Heartbeat(context.Background(), "a-new", driver.Location{Lat: 1.3004, Lng: 103.8004}, now)
+		if _, err := a.Drivers().Apply(context.Background(), "a-new", driver.Transition{Event: driver.EventGoOnline, Services: []string{"car"}}, now); err != nil {
+			t.Fatal(err)
+		}
 		code, b, _ := postBooking(t, api, "a-after-spike", 1.3003, 103.8003)
-		if code != 201 {
-			t.Errorf("booking in A after B tripped: %d %+v", code, b)
+		if code != 201 || b.Status != "allocated" || b.DriverID != "a-new" {
+			t.Errorf("booking in A after B tripped: %d %+v, want allocated to a-new", code, b)
 		}
 	})
+}
+
+func getBooking(t *testing.T, api, id string) bookingJSON {
+	t.Helper()
+	resp, err := http.Get(api + "/v1/bookings/" + id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var b bookingJSON
+	json.NewDecoder(resp.Body).Decode(&b)
+	return b
 }
