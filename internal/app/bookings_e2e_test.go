@@ -16,6 +16,7 @@ import (
 
 	"github.com/apollo-platform/apollo/internal/app"
 	"github.com/apollo-platform/apollo/internal/driver"
+	"github.com/apollo-platform/apollo/internal/localcluster"
 	"github.com/apollo-platform/apollo/internal/localcluster/clustertest"
 )
 
@@ -191,4 +192,54 @@ func getBooking(t *testing.T, api, id string) bookingJSON {
 	var b bookingJSON
 	json.NewDecoder(resp.Body).Decode(&b)
 	return b
+}
+
+// TestBookingsFailClosedWhileSpampedeFailsOpen: with every Redis node
+// hung, a booking cannot be stored, so the API answers 503 (never a 201 for
+// a booking that was not written), while the Spampede admission in front of
+// it fails open and says so in its metric.
+func TestBookingsFailClosedWhileSpampedeFailsOpen(t *testing.T) {
+	c := clustertest.Start(t, func(cfg *localcluster.Config) { cfg.Primaries, cfg.Replicas = 3, 1 })
+	_, api, admin := startAppB(t, c.Addrs()[:1])
+	for _, n := range c.Nodes() {
+		if err := n.Pause(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	defer func() {
+		for _, n := range c.Nodes() {
+			n.Resume()
+		}
+	}()
+	body := []byte(`{"rider_id":"r1","service":"car","pickup":{"lat":1.3,"lng":103.8},"dropoff":{"lat":1.35,"lng":103.9}}`)
+	for i := 0; i < 5; i++ {
+		resp, err := http.Post(api+"/v1/bookings", "application/json", bytes.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 503 {
+			t.Fatalf("booking %d with Redis hung: %d %s, want 503", i, resp.StatusCode, raw)
+		}
+	}
+	resp, err := http.Get(admin + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	metrics, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !bytes.Contains(metrics, []byte(`apollo_spampede_decisions_total{outcome="fail_open"} 5`)) {
+		t.Errorf("spampede did not count 5 fail-open admissions:\n%s", grepLines(metrics, "apollo_spampede_decisions_total"))
+	}
+}
+
+func grepLines(b []byte, prefix string) string {
+	var out []byte
+	for _, l := range bytes.Split(b, []byte("\n")) {
+		if bytes.HasPrefix(l, []byte(prefix)) {
+			out = append(append(out, l...), '\n')
+		}
+	}
+	return string(out)
 }
