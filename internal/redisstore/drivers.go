@@ -32,6 +32,9 @@ func (s *Drivers) get(ctx context.Context, id string, fresh bool) (driver.Driver
 	if err != nil {
 		return d, "", err
 	}
+	if !found && !fresh {
+		return s.get(ctx, id, true) // see confirmMissing
+	}
 	if !found {
 		return d, "", fmt.Errorf("driver %s: %w", id, ErrNotFound)
 	}
@@ -59,7 +62,8 @@ func (s *Drivers) BatchGet(ctx context.Context, ids []string) (Batch, error) {
 	for i, id := range uniq {
 		cmds[i] = readDriver(id, false)
 	}
-	for i, res := range s.r.Exec(ctx, cmds) {
+	results := s.confirmMissing(ctx, uniq, s.r.Exec(ctx, cmds))
+	for i, res := range results {
 		id := uniq[i]
 		if res.Err != nil {
 			b.Failed = append(b.Failed, Failure{ID: id, Err: storeErr(res.Err)})
@@ -76,4 +80,37 @@ func (s *Drivers) BatchGet(ctx context.Context, ids []string) (Batch, error) {
 		}
 	}
 	return b, nil
+}
+
+// confirmMissing re-reads from the primaries the drivers a replica reported
+// missing. A replica cannot tell a key that moved to another shard during
+// a reshard from one that never existed (it does not know the slot is
+// migrating); its primary answers ASK or MOVED instead, which the router
+// follows. Missing drivers are rare, so this costs little.
+func (s *Drivers) confirmMissing(ctx context.Context, ids []string, res redisroute.Results) redisroute.Results {
+	var again []int
+	for i, r := range res {
+		if r.Err == nil && isMissing(r.Val) {
+			again = append(again, i)
+		}
+	}
+	if len(again) == 0 {
+		return res
+	}
+	cmds := make([]redisroute.Cmd, len(again))
+	for k, i := range again {
+		cmds[k] = readDriver(ids[i], true)
+	}
+	for k, r := range s.r.Exec(ctx, cmds) {
+		if r.Err == nil {
+			res[again[k]] = r
+		}
+	}
+	return res
+}
+
+// isMissing reports an HMGET reply with no id: no such driver.
+func isMissing(v any) bool {
+	vals, ok := v.([]any)
+	return ok && len(vals) > 0 && vals[0] == nil
 }
