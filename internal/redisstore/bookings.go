@@ -67,13 +67,9 @@ func (s *Bookings) Create(ctx context.Context, b booking.Booking) (booking.Booki
 	if err != nil {
 		return b, false, err
 	}
-	key := bookingKey(b.ID)
-	cmd := redisroute.Cmd{Args: []any{"EVALSHA", s.create.sha, 1, key, string(raw), int64(bookingTTL / time.Second)}, Key: key, Write: true, Acks: s.acks}
-	res := s.r.Exec(ctx, []redisroute.Cmd{cmd})[0]
-	if res.Err != nil && isNoScript(res.Err) {
-		cmd.Args[0], cmd.Args[1] = "EVAL", s.create.src
-		res = s.r.Exec(ctx, []redisroute.Cmd{cmd})[0]
-	}
+	cmd := s.create.cmd(bookingKey(b.ID), string(raw), int64(bookingTTL/time.Second))
+	cmd.Acks = s.acks
+	res := s.create.exec(ctx, s.r, []redisroute.Cmd{cmd})[0]
 	if res.Err != nil {
 		return b, false, storeErr(res.Err)
 	}

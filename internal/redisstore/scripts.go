@@ -49,16 +49,37 @@ func newScript(src string) script {
 	return script{src: src, sha: hex.EncodeToString(sum[:])}
 }
 
-// run executes the script on key's shard. A NOSCRIPT reply means nothing
-// ran, so resending with the source is safe even for a write.
-func (s script) run(ctx context.Context, r router, key string, args ...any) redisroute.Result {
-	cmd := redisroute.Cmd{Args: append([]any{"EVALSHA", s.sha, 1, key}, args...), Key: key, Write: true}
-	res := r.Exec(ctx, []redisroute.Cmd{cmd})[0]
-	if res.Err != nil && isNoScript(res.Err) {
-		cmd.Args[0], cmd.Args[1] = "EVAL", s.src
-		res = r.Exec(ctx, []redisroute.Cmd{cmd})[0]
+// cmd is the script as a write on key's shard, run by SHA.
+func (s script) cmd(key string, args ...any) redisroute.Cmd {
+	return redisroute.Cmd{Args: append([]any{"EVALSHA", s.sha, 1, key}, args...), Key: key, Write: true}
+}
+
+// exec runs script commands (built with cmd) in one pipeline. A NOSCRIPT
+// reply means nothing ran, so those commands are sent again with the
+// source, which is safe even for writes.
+func (s script) exec(ctx context.Context, r router, cmds []redisroute.Cmd) redisroute.Results {
+	res := r.Exec(ctx, cmds)
+	var again []int
+	for i, x := range res {
+		if x.Err != nil && strings.Contains(x.Err.Error(), "NOSCRIPT") {
+			again = append(again, i)
+		}
+	}
+	if len(again) == 0 {
+		return res
+	}
+	retry := make([]redisroute.Cmd, len(again))
+	for k, i := range again {
+		retry[k] = cmds[i]
+		retry[k].Args = append([]any{"EVAL", s.src}, cmds[i].Args[2:]...)
+	}
+	for k, x := range r.Exec(ctx, retry) {
+		res[again[k]] = x
 	}
 	return res
 }
 
-func isNoScript(err error) bool { return strings.Contains(err.Error(), "NOSCRIPT") }
+// run executes the script once on key's shard.
+func (s script) run(ctx context.Context, r router, key string, args ...any) redisroute.Result {
+	return s.exec(ctx, r, []redisroute.Cmd{s.cmd(key, args...)})[0]
+}

@@ -66,26 +66,12 @@ func (s *SpampedeCounters) Record(ctx context.Context, keys []spampede.Key, buck
 	secs := max(int64(ttl/time.Second), 1)
 	cmds := make([]redisroute.Cmd, len(keys))
 	for i, k := range keys {
-		key := spampedeKey(k, bucket)
-		cmds[i] = redisroute.Cmd{Args: []any{"EVALSHA", s.incr.sha, 1, key, secs}, Key: key, Write: true}
+		cmds[i] = s.incr.cmd(spampedeKey(k, bucket), secs)
 	}
-	res := s.r.Exec(ctx, cmds)
-	var retry []redisroute.Cmd
 	var errs []error
-	for i, r := range res {
-		switch {
-		case r.Err == nil:
-		case isNoScript(r.Err):
-			c := cmds[i]
-			c.Args = append([]any{"EVAL", s.incr.src}, c.Args[2:]...)
-			retry = append(retry, c)
-		default:
+	for _, r := range s.incr.exec(ctx, s.r, cmds) {
+		if r.Err != nil {
 			errs = append(errs, storeErr(r.Err))
-		}
-	}
-	if len(retry) > 0 {
-		if err := s.r.Exec(ctx, retry).Err(); err != nil {
-			errs = append(errs, storeErr(err))
 		}
 	}
 	return errors.Join(errs...)
