@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/apollo-platform/apollo/internal/localcluster"
 )
 
 func run(t *testing.T, ctx context.Context, args ...string) (code int, stdout, stderr string) {
@@ -96,7 +98,7 @@ func TestClusterUpStatusAndStopOnCancel(t *testing.T) {
 		t.Fatalf("cluster up exit code %d; stderr: %s", code, errb.String())
 	}
 	for _, n := range st.Nodes {
-		if alive(n.PID) {
+		if localcluster.ProcessAlive(n.PID) {
 			t.Errorf("node %s (pid %d) still running after cluster up stopped", n.Addr, n.PID)
 		}
 	}

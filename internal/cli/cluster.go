@@ -173,15 +173,15 @@ func runClusterDown(ctx context.Context, e env, args []string) error {
 	if err != nil {
 		return err
 	}
-	if alive(st.PID) {
+	if localcluster.ProcessAlive(st.PID) {
 		if err := syscall.Kill(st.PID, syscall.SIGTERM); err != nil {
 			return fmt.Errorf("signal apollo cluster up (pid %d): %w", st.PID, err)
 		}
 		deadline := time.Now().Add(15 * time.Second)
-		for alive(st.PID) && time.Now().Before(deadline) {
+		for localcluster.ProcessAlive(st.PID) && time.Now().Before(deadline) {
 			time.Sleep(50 * time.Millisecond)
 		}
-		if !alive(st.PID) {
+		if !localcluster.ProcessAlive(st.PID) {
 			fmt.Fprintf(e.stdout, "stopped the cluster (pid %d)\n", st.PID)
 			return nil
 		}
@@ -196,18 +196,6 @@ func runClusterDown(ctx context.Context, e env, args []string) error {
 	os.Remove(*stateFile)
 	fmt.Fprintln(e.stdout, "the owning process was gone; killed its nodes and removed", st.Dir)
 	return nil
-}
-
-func alive(pid int) bool {
-	if pid <= 0 {
-		return false
-	}
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
-	}
-	f := strings.Fields(string(b))
-	return len(f) > 2 && f[2] != "Z"
 }
 
 func isRedisServer(pid int) bool {

@@ -176,13 +176,21 @@ func (n *Node) exited() bool {
 	if cmd == nil {
 		return true
 	}
-	// Signal 0 fails for a zombie only after reaping; check /proc state instead.
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", cmd.Process.Pid))
+	return !ProcessAlive(cmd.Process.Pid)
+}
+
+// ProcessAlive reports whether pid is a live process. It reads /proc
+// rather than sending signal 0, which succeeds for a zombie not yet reaped.
+func ProcessAlive(pid int) bool {
+	if pid <= 0 {
+		return false
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
-		return true
+		return false
 	}
 	f := strings.Fields(string(b))
-	return len(f) > 2 && (f[2] == "Z" || f[2] == "X")
+	return len(f) > 2 && f[2] != "Z" && f[2] != "X"
 }
 
 func (n *Node) logTail() string {
