@@ -9,12 +9,12 @@ import (
 
 // attempt is one sub-pipeline sent to one node for some commands of a call.
 type attempt struct {
-	node    *node
-	idx     []int // positions in the call's command list
-	via     Via
-	asking  bool // ASK redirect: prefix ASKING
-	hedged  bool // a hedge was already sent for it
-	rearmed bool // the hedge timer was set again, waiting for a silent primary to count as stalled
+	node   *node
+	idx    []int // positions in the call's command list
+	via    Via
+	asking bool // ASK redirect: prefix ASKING
+	hedged bool // a hedge was already sent for it
+	rearms int  // times the hedge timer was set again, waiting for a silent node to count as stalled or hopeless
 
 	// Filled by the sending goroutine before it reports back.
 	replies []redis.Cmder

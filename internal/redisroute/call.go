@@ -120,7 +120,7 @@ func (c *call) dispatch(t *topology, idx []int, via Via) {
 	for _, g := range order {
 		members := groups[g]
 		if g.write {
-			if c.r.stalled(g.s.primary, time.Now()) {
+			if c.r.hopeless(g.s.primary, time.Now()) {
 				// Not sent, so not ambiguous: the caller learns now, not at its deadline.
 				for _, i := range members {
 					c.finishErr(i, errPrimaryStalled)
@@ -251,10 +251,7 @@ func (c *call) onHedge(a *attempt) {
 	// not answering at all, as for any fallback.
 	now := time.Now()
 	if c.r.policyAt(now) == Primary && a.node.healthy() && !c.r.stalled(a.node, now) {
-		if !a.rearmed {
-			a.rearmed = true
-			c.after(c.r.cfg.StallAfter, event{hedge: a})
-		}
+		c.rearm(a, c.r.cfg.StallAfter)
 		return
 	}
 	t := c.r.topo.Load()
@@ -279,9 +276,9 @@ func (c *call) onHedge(a *attempt) {
 // noHedge handles a slow read with nowhere to hedge: if its node is known
 // to be silent, the whole shard is out (a full outage), so the reads fail
 // now instead of at their deadline; otherwise look again once the node has
-// had time to count as stalled.
+// had time to count as hopeless.
 func (c *call) noHedge(a *attempt, open []int, err error) {
-	if c.r.stalled(a.node, time.Now()) {
+	if c.r.hopeless(a.node, time.Now()) {
 		if err == nil {
 			err = errShardStalled
 		}
@@ -290,9 +287,16 @@ func (c *call) noHedge(a *attempt, open []int, err error) {
 		}
 		return
 	}
-	if !a.rearmed {
-		a.rearmed = true
-		c.after(c.r.cfg.StallAfter, event{hedge: a})
+	c.rearm(a, c.r.cfg.FailFastAfter)
+}
+
+// rearm looks at a slow attempt again after d. Twice at most: once to let
+// its node count as stalled (a hedge may then go elsewhere), once more to
+// let it count as hopeless (the attempt then fails fast).
+func (c *call) rearm(a *attempt, d time.Duration) {
+	if a.rearms < 2 {
+		a.rearms++
+		c.after(d, event{hedge: a})
 	}
 }
 

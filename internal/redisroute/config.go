@@ -106,6 +106,12 @@ type Config struct {
 	// StallAfter ejects a node that has requests outstanding and has
 	// answered nothing for this long: a hung node.
 	StallAfter time.Duration
+	// FailFastAfter is how long a node must be silent that way before a
+	// call gives up on it without sending: a write to its primary, or a
+	// read with no other node left. It is longer than StallAfter because a
+	// false alarm here costs a failed call, not just a hedge: on a busy
+	// machine a healthy node can be silent for StallAfter.
+	FailFastAfter time.Duration
 	// ProbeInterval is how often ejected nodes are probed; ReadmitAfter
 	// consecutive successful probes re-admit a node.
 	ProbeInterval time.Duration
@@ -142,6 +148,7 @@ func DefaultConfig() Config {
 		RetryBudget:         0.2,
 		BudgetBurst:         500,
 		StallAfter:          80 * time.Millisecond,
+		FailFastAfter:       500 * time.Millisecond,
 		ProbeInterval:       100 * time.Millisecond,
 		ReadmitAfter:        3,
 		MaxEjectedFraction:  0.34,
@@ -177,6 +184,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) *Flags {
 	fs.DurationVar(&c.HedgeMax, "redis-hedge-max", c.HedgeMax, "longest wait before a read is hedged to another node")
 	fs.Float64Var(&c.HedgeBudget, "redis-hedge-budget", c.HedgeBudget, "fraction of requests that may be hedged")
 	fs.DurationVar(&c.StallAfter, "redis-stall-after", c.StallAfter, "eject a node that answers nothing for this long while requests wait")
+	fs.DurationVar(&c.FailFastAfter, "redis-fail-fast-after", c.FailFastAfter, "fail a call at once, without sending it, when its only possible node has answered nothing for this long")
 	fs.IntVar(&c.PrimaryFallbackRate, "redis-primary-fallback-rate", c.PrimaryFallbackRate, "max reads/s per primary falling back from replicas (0 = no cap)")
 	return f
 }
@@ -225,12 +233,15 @@ func (c Config) Validate() error {
 	positive := map[string]time.Duration{
 		"dial timeout": c.DialTimeout, "read timeout": c.ReadTimeout, "call timeout": c.CallTimeout,
 		"refresh interval": c.RefreshInterval, "refresh min interval": c.RefreshMinInterval,
-		"ack timeout": c.AckTimeout, "hedge min": c.HedgeMin, "hedge max": c.HedgeMax, "stall after": c.StallAfter, "probe interval": c.ProbeInterval,
+		"ack timeout": c.AckTimeout, "hedge min": c.HedgeMin, "hedge max": c.HedgeMax, "stall after": c.StallAfter, "fail fast after": c.FailFastAfter, "probe interval": c.ProbeInterval,
 	}
 	for name, d := range positive {
 		if d <= 0 {
 			errs = append(errs, fmt.Errorf("%s must be positive, got %s", name, d))
 		}
+	}
+	if c.FailFastAfter < c.StallAfter {
+		errs = append(errs, fmt.Errorf("fail fast after %s is shorter than stall after %s", c.FailFastAfter, c.StallAfter))
 	}
 	if c.HedgeMin > c.HedgeMax {
 		errs = append(errs, fmt.Errorf("hedge min %s exceeds hedge max %s", c.HedgeMin, c.HedgeMax))

@@ -23,6 +23,7 @@ func TestConfigValidate(t *testing.T) {
 		{"zero call timeout", func(c *redisroute.Config) { c.CallTimeout = 0 }, "call timeout must be positive"},
 		{"hedge min above max", func(c *redisroute.Config) { c.HedgeMin = time.Second }, "exceeds hedge max"},
 		{"budget above 1", func(c *redisroute.Config) { c.HedgeBudget = 2 }, "hedge budget must be within [0, 1]"},
+		{"fail fast before a stall", func(c *redisroute.Config) { c.FailFastAfter = c.StallAfter / 2 }, "shorter than stall after"},
 		{"pool of zero", func(c *redisroute.Config) { c.PoolSize = 0 }, "pool size"},
 		{"negative fallback rate", func(c *redisroute.Config) { c.PrimaryFallbackRate = -1 }, "must not be negative"},
 	}

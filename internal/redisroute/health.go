@@ -99,8 +99,16 @@ func anyProgress(t *topology, now time.Time, d time.Duration) bool {
 	return false
 }
 
+// stalled: n has been silent long enough to be avoided, hedged around and
+// ejected.
 func (r *Router) stalled(n *node, now time.Time) bool {
 	return n.stalled(now, r.cfg.StallAfter, r.stallFloor.Load())
+}
+
+// hopeless: n has been silent long enough that a call with nowhere else to
+// go fails now rather than wait for its deadline.
+func (r *Router) hopeless(n *node, now time.Time) bool {
+	return n.stalled(now, r.cfg.FailFastAfter, r.stallFloor.Load())
 }
 
 // probeLoop re-admits ejected nodes after ReadmitAfter consecutive

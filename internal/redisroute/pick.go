@@ -22,11 +22,12 @@ var errShardStalled = fmt.Errorf("%w: every node of the shard failed or is not a
 // the primary's fallback cap decide what is allowed.
 func (r *Router) pickRead(s *shard, n int, exclude []*node) (*node, Via, error) {
 	now := time.Now()
-	// A stalled node (requests waiting, nothing answered) is never chosen,
-	// even when it is too important to eject: a request sent to it would
-	// only wait for its deadline. Failing fast is the better answer.
-	open := func(x *node) bool { return !slices.Contains(exclude, x) && !r.stalled(x, now) }
-	usable := func(x *node) bool { return x.healthy() && open(x) }
+	// A stalled node (requests waiting, nothing answered) is not preferred,
+	// even when it is too important to eject; a hopeless one (silent for
+	// longer) is never chosen: a request sent to it would only wait for its
+	// deadline, and failing fast is the better answer.
+	open := func(x *node) bool { return !slices.Contains(exclude, x) && !r.hopeless(x, now) }
+	usable := func(x *node) bool { return x.healthy() && open(x) && !r.stalled(x, now) }
 	switch r.policyAt(now) {
 	case Primary:
 		if usable(s.primary) {
@@ -52,8 +53,9 @@ func (r *Router) pickRead(s *shard, n int, exclude []*node) (*node, Via, error) 
 			return s.primary, ViaFallback, nil
 		}
 	}
-	// Nothing healthy is left: an ejected node that is not stalled (it may
-	// have recovered before its probes say so) is better than no answer.
+	// Nothing healthy is left: an ejected or stalled node that is not
+	// hopeless (it may have recovered before its probes say so, or just be
+	// slow on a busy machine) is better than no answer.
 	for _, x := range s.nodes() {
 		if open(x) {
 			return x, ViaFallback, nil
