@@ -55,14 +55,15 @@ func (r reserver) Release(ctx context.Context, driverID, bookingID string, expir
 	return err
 }
 
-// driversWithBookings is the HTTP API's driver store: a driver's accept or
-// decline also moves the booking the driver was reserved for.
-type driversWithBookings struct {
+// DriversWithBookings is the driver store as drivers' apps see it (the
+// HTTP API, and simulated fleets): a driver's accept or decline also moves
+// the booking the driver was reserved for.
+type DriversWithBookings struct {
 	*redisstore.Drivers
 	bookings *booking.Service
 }
 
-func (d driversWithBookings) Apply(ctx context.Context, id string, tr driver.Transition, now time.Time) (driver.Driver, error) {
+func (d DriversWithBookings) Apply(ctx context.Context, id string, tr driver.Transition, now time.Time) (driver.Driver, error) {
 	if tr.Event != driver.EventAccept && tr.Event != driver.EventDecline {
 		return d.Drivers.Apply(ctx, id, tr, now)
 	}

@@ -42,7 +42,7 @@ type App struct {
 }
 
 // New connects to Redis and wires the service; nothing listens until Run.
-func New(ctx context.Context, cfg Config, log *slog.Logger) (*App, error) {
+func New(ctx context.Context, cfg Config, log *slog.Logger, opts ...Option) (*App, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("invalid config: %w", err)
 	}
@@ -56,11 +56,11 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (*App, error) {
 		a.router.Close()
 		return nil, err
 	}
-	if err := a.wireBookings(ctx, cfg, log); err != nil {
+	if err := a.wireBookings(ctx, cfg, log, collect(opts)); err != nil {
 		a.router.Close()
 		return nil, err
 	}
-	handler, err := httpapi.New(cfg.API, httpapi.Deps{Drivers: driversWithBookings{a.drivers, a.bookings}, Bookings: a.bookings,
+	handler, err := httpapi.New(cfg.API, httpapi.Deps{Drivers: a.DriverAPI(), Bookings: a.bookings,
 		Rules: cfg.Rules, Now: time.Now, Log: log.With("component", "http"), Registerer: a.reg})
 	if err != nil {
 		a.router.Close()
@@ -76,7 +76,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (*App, error) {
 
 // wireBookings builds the booking pipeline: Spampede (rules shared through
 // Redis), dispatch over the driver store, bookings in Redis.
-func (a *App) wireBookings(ctx context.Context, cfg Config, log *slog.Logger) error {
+func (a *App) wireBookings(ctx context.Context, cfg Config, log *slog.Logger, o options) error {
 	seed, err := seedRules(cfg.SpampedeRulesFile)
 	if err != nil {
 		return err
@@ -97,7 +97,7 @@ func (a *App) wireBookings(ctx context.Context, cfg Config, log *slog.Logger) er
 	if err != nil {
 		return err
 	}
-	a.bookings, err = booking.NewService(cfg.Booking, a.filter, alloc, redisstore.NewBookings(a.router, cfg.BookingAcks),
+	a.bookings, err = booking.NewService(cfg.Booking, o.admitter(a.filter), o.allocator(alloc), redisstore.NewBookings(a.router, cfg.BookingAcks),
 		reserver{a.drivers}, time.Now, log.With("component", "booking"))
 	return err
 }
@@ -111,6 +111,9 @@ func (a *App) ready(ctx context.Context) error {
 
 // Drivers is the driver store (apollo dev seeds its fleet through it).
 func (a *App) Drivers() *redisstore.Drivers { return a.drivers }
+
+// DriverAPI is the driver store with bookings moved on by drivers' answers.
+func (a *App) DriverAPI() DriversWithBookings { return DriversWithBookings{a.drivers, a.bookings} }
 
 // Listen binds both listeners, so their addresses are known before Serve.
 func (a *App) Listen() error {

@@ -33,10 +33,13 @@ type Booking struct {
 	Status        Status          `json:"status"`
 	DriverID      string          `json:"driver_id,omitempty"`
 	ReservedUntil time.Time       `json:"reserved_until,omitzero"`
-	CreatedAt     time.Time       `json:"created_at"`
-	Deadline      time.Time       `json:"deadline"` // allocation gives up after this
-	UpdatedAt     time.Time       `json:"updated_at"`
-	Version       int64           `json:"version"`
+	// AllocatedAt is when a driver was last reserved for the booking; it
+	// stays after the driver accepts, so time to allocation is known.
+	AllocatedAt time.Time `json:"allocated_at,omitzero"`
+	CreatedAt   time.Time `json:"created_at"`
+	Deadline    time.Time `json:"deadline"` // allocation gives up after this
+	UpdatedAt   time.Time `json:"updated_at"`
+	Version     int64     `json:"version"`
 }
 
 // Request is what a rider asks for.

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/apollo-platform/apollo/internal/dispatch"
 	"github.com/apollo-platform/apollo/internal/driver"
 	"github.com/apollo-platform/apollo/internal/spampede"
 )
@@ -52,17 +53,36 @@ type Config struct {
 	ScanEvery time.Duration
 	// Workers allocate in the background; Queue bounds their backlog.
 	Workers, Queue int
+	// CountAt is when Spampede hears of a booking without a driver.
+	CountAt CountAt
 }
+
+// CountAt is the moment a booking without a driver is counted by Spampede.
+type CountAt string
+
+const (
+	// CountFirstMiss counts a booking when its first allocation attempt,
+	// made as it is created, finds no driver: the filter reacts within
+	// its threshold's worth of bookings, while a spike is still young.
+	CountFirstMiss CountAt = "first-miss"
+	// CountDeadline counts a booking when it gives up, AllocationTimeout
+	// later: only final outcomes, but every booking admitted meanwhile
+	// floods the pipeline first.
+	CountDeadline CountAt = "deadline"
+)
 
 // DefaultConfig returns the defaults.
 func DefaultConfig() Config {
-	return Config{AllocationTimeout: 30 * time.Second, ScanEvery: time.Second, Workers: 4, Queue: 1024}
+	return Config{AllocationTimeout: 30 * time.Second, ScanEvery: time.Second, Workers: 4, Queue: 1024, CountAt: CountFirstMiss}
 }
 
 // Validate reports an unusable config.
 func (c Config) Validate() error {
 	if c.AllocationTimeout <= 0 || c.ScanEvery <= 0 || c.Workers < 1 || c.Queue < 1 {
 		return errors.New("booking: allocation timeout, scan interval, workers and queue must be positive")
+	}
+	if c.CountAt != CountFirstMiss && c.CountAt != CountDeadline {
+		return fmt.Errorf("booking: spampede count moment must be %s or %s, got %q", CountFirstMiss, CountDeadline, c.CountAt)
 	}
 	return nil
 }
@@ -137,8 +157,15 @@ func (s *Service) Create(ctx context.Context, req Request) (Booking, error) {
 	if err != nil || !created {
 		return stored, err
 	}
-	if next, err := s.tryAllocate(ctx, stored); err == nil {
+	next, err := s.tryAllocate(ctx, stored)
+	if err == nil {
 		return next, nil
+	}
+	if s.cfg.CountAt == CountFirstMiss && errors.Is(err, dispatch.ErrNoDriver) {
+		// The booking is stored and will be retried: a failed count must not fail it.
+		if err := s.admit.RecordUnallocated(context.WithoutCancel(ctx), req.Service, req.Pickup.Lat, req.Pickup.Lng, now); err != nil {
+			s.log.Warn("spampede: count a booking without a driver", "booking", stored.ID, "err", err)
+		}
 	}
 	s.enqueue(stored.ID)
 	return stored, nil
@@ -156,7 +183,7 @@ func (s *Service) tryAllocate(ctx context.Context, b Booking) (Booking, error) {
 	if err != nil {
 		return b, err
 	}
-	next.DriverID, next.ReservedUntil = driverID, until
+	next.DriverID, next.ReservedUntil, next.AllocatedAt = driverID, until, now
 	if err := s.store.Update(ctx, b, next); err != nil {
 		if rerr := s.driver.Release(context.WithoutCancel(ctx), driverID, b.ID, false, now); rerr != nil {
 			s.log.Warn("release driver after a lost booking update", "driver", driverID, "booking", b.ID, "err", rerr)

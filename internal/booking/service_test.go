@@ -10,6 +10,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/apollo-platform/apollo/internal/dispatch"
 	"github.com/apollo-platform/apollo/internal/driver"
 	"github.com/apollo-platform/apollo/internal/spampede"
 )
@@ -126,7 +127,7 @@ func (f *fakeFleet) Allocate(_ context.Context, _ string, _ string, _ driver.Loc
 	defer f.mu.Unlock()
 	f.calls++
 	if len(f.free) == 0 {
-		return "", time.Time{}, errors.New("no driver")
+		return "", time.Time{}, dispatch.ErrNoDriver
 	}
 	d := f.free[0]
 	f.free = f.free[1:]
@@ -151,9 +152,15 @@ type rig struct {
 
 func newRig(t *testing.T, drivers ...string) *rig {
 	t.Helper()
+	return newRigWith(t, func(*Config) {}, drivers...)
+}
+
+func newRigWith(t *testing.T, edit func(*Config), drivers ...string) *rig {
+	t.Helper()
 	r := &rig{store: newMemStore(), admit: &fakeAdmit{}, fleet: &fakeFleet{free: drivers}, clk: &clock{t: time.Unix(1_800_000_000, 0)}}
 	cfg := DefaultConfig()
 	cfg.ScanEvery = 5 * time.Millisecond
+	edit(&cfg)
 	svc, err := NewService(cfg, r.admit, r.fleet, r.store, r.fleet, r.clk.now, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -215,20 +222,51 @@ func TestHighDemandRejectsBeforeAnyDownstreamCall(t *testing.T) {
 	}
 }
 
-func TestUnallocatedAfterTheDeadlineIsRecordedForSpampede(t *testing.T) {
-	r := newRig(t)
-	r.svc.Start()
-	defer r.svc.Stop()
-	b, err := r.svc.Create(context.Background(), req("k"))
-	if err != nil || b.Status != Searching {
-		t.Fatalf("Create = %+v, %v; want searching", b, err)
+// Spampede hears of a booking without a driver exactly once: when its
+// first attempt misses (the default, so the filter reacts while a spike is
+// young), or when it gives up at its deadline.
+func TestABookingWithoutADriverIsCountedOnceForSpampede(t *testing.T) {
+	for _, tt := range []struct {
+		at                   CountAt
+		atCreate, atDeadline int
+	}{
+		{CountFirstMiss, 1, 1},
+		{CountDeadline, 0, 1},
+	} {
+		t.Run(string(tt.at), func(t *testing.T) {
+			r := newRigWith(t, func(c *Config) { c.CountAt = tt.at })
+			recorded := func() int { r.admit.mu.Lock(); defer r.admit.mu.Unlock(); return r.admit.recorded }
+			r.svc.Start()
+			defer r.svc.Stop()
+			b, err := r.svc.Create(context.Background(), req("k"))
+			if err != nil || b.Status != Searching {
+				t.Fatalf("Create = %+v, %v; want searching", b, err)
+			}
+			if got := recorded(); got != tt.atCreate {
+				t.Errorf("counted %d times when created, want %d", got, tt.atCreate)
+			}
+			r.clk.add(DefaultConfig().AllocationTimeout)
+			eventually(t, "the booking is unallocated", func() bool {
+				got, _ := r.svc.Get(context.Background(), b.ID)
+				return got.Status == Unallocated
+			})
+			eventually(t, "spampede counted it", func() bool { return recorded() == tt.atDeadline })
+			time.Sleep(20 * time.Millisecond) // a few more scans: no second count
+			if got := recorded(); got != tt.atDeadline {
+				t.Errorf("counted %d times in all, want %d", got, tt.atDeadline)
+			}
+		})
 	}
-	r.clk.add(DefaultConfig().AllocationTimeout)
-	eventually(t, "the booking is unallocated", func() bool {
-		got, _ := r.svc.Get(context.Background(), b.ID)
-		return got.Status == Unallocated
-	})
-	eventually(t, "spampede counted it", func() bool { r.admit.mu.Lock(); defer r.admit.mu.Unlock(); return r.admit.recorded == 1 })
+}
+
+func TestBookingsAllocatedAtOnceAreNotCounted(t *testing.T) {
+	r := newRig(t, "d1")
+	if b, err := r.svc.Create(context.Background(), req("k")); err != nil || b.Status != Allocated || b.AllocatedAt.IsZero() {
+		t.Fatalf("Create = %+v, %v; want allocated, with its time", b, err)
+	}
+	if r.admit.recorded != 0 {
+		t.Errorf("an allocated booking was counted %d times", r.admit.recorded)
+	}
 }
 
 func TestWorkersAllocateWhenADriverFreesUp(t *testing.T) {

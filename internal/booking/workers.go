@@ -64,7 +64,7 @@ func (s *Service) work() {
 
 // advance moves one open booking on: expire a reservation the driver let
 // lapse, give up after the deadline (recording the unallocated booking
-// for Spampede), or try to allocate again.
+// for Spampede, if it counts at the deadline), or try to allocate again.
 func (s *Service) advance(ctx context.Context, id string) error {
 	b, err := s.store.Get(ctx, id)
 	if errors.Is(err, ErrNotFound) || err == nil && b.Status.Final() {
@@ -93,7 +93,7 @@ func (s *Service) advance(ctx context.Context, id string) error {
 			if err != nil {
 				return err
 			}
-			if err := s.store.Update(ctx, b, next); err != nil {
+			if err := s.store.Update(ctx, b, next); err != nil || s.cfg.CountAt != CountDeadline {
 				return err
 			}
 			return s.admit.RecordUnallocated(ctx, b.Service, b.Pickup.Lat, b.Pickup.Lng, now)

@@ -36,6 +36,7 @@ func commands() []command {
 		{"serve", "serve the driver API against a Redis Cluster", runServe},
 		{"dev", "run Apollo locally: cluster + service + simulated fleet", runDev},
 		{"drill", "reproduce the 2019 incident and other failures; compare clients", runDrill},
+		{"spike", "flood one area with bookings and show what Spampede does for everyone else", runSpike},
 		{"check", "inspect a Redis Cluster for the risks of the 2019 incident", runCheck},
 		{"cluster", "run a throwaway local Redis Cluster (up | status | down)", runCluster},
 		{"version", "print the version and build information", runVersion},

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"strings"
@@ -106,13 +107,20 @@ func writeReports(res drill.Result, jsonPath, htmlPath, svgPath string) error {
 			return err
 		}
 	}
-	for _, out := range []struct {
-		path  string
-		write func(*os.File) error
-	}{
-		{htmlPath, func(f *os.File) error { return drill.WriteHTML(f, res) }},
-		{svgPath, func(f *os.File) error { return drill.WriteSVG(f, res) }},
-	} {
+	return writeOutputs(
+		output{htmlPath, func(w io.Writer) error { return drill.WriteHTML(w, res) }},
+		output{svgPath, func(w io.Writer) error { return drill.WriteSVG(w, res) }})
+}
+
+// output is a report file a command writes if its flag names one.
+type output struct {
+	path  string
+	write func(io.Writer) error
+}
+
+// writeOutputs writes every output that has a path.
+func writeOutputs(outs ...output) error {
+	for _, out := range outs {
 		if out.path == "" {
 			continue
 		}
@@ -120,8 +128,7 @@ func writeReports(res drill.Result, jsonPath, htmlPath, svgPath string) error {
 		if err != nil {
 			return err
 		}
-		err = errors.Join(out.write(f), f.Close())
-		if err != nil {
+		if err := errors.Join(out.write(f), f.Close()); err != nil {
 			return fmt.Errorf("write %s: %w", out.path, err)
 		}
 	}

@@ -67,6 +67,13 @@ func (s *Bookings) Create(ctx context.Context, b booking.Booking) (booking.Booki
 	if err != nil {
 		return b, false, err
 	}
+	// The open index first: the two keys live in different slots, so they
+	// cannot be written atomically, and a booking stored but never indexed
+	// would never be scanned (searching forever). An index entry without a
+	// booking is harmless: the scan finds nothing and forgets it.
+	if err := s.r.Exec(ctx, []redisroute.Cmd{s.openEntry(b)}).Err(); err != nil {
+		return b, false, storeErr(err)
+	}
 	cmd := s.create.cmd(bookingKey(b.ID), string(raw), int64(bookingTTL/time.Second))
 	cmd.Acks = s.acks
 	res := s.create.exec(ctx, s.r, []redisroute.Cmd{cmd})[0]
@@ -82,9 +89,10 @@ func (s *Bookings) Create(ctx context.Context, b booking.Booking) (booking.Booki
 	if err != nil {
 		return b, false, err
 	}
-	if created == 1 {
-		s.index(ctx, stored)
-	}
+	// Again after the write: a scan that ran between the two writes may
+	// have forgotten the entry; and an idempotent retry re-indexes a
+	// booking whose first attempt failed half-way.
+	s.index(ctx, stored)
 	return stored, created == 1, nil
 }
 
@@ -137,7 +145,11 @@ func (s *Bookings) index(ctx context.Context, b booking.Booking) {
 		s.Forget(ctx, b.ID)
 		return
 	}
-	s.r.Exec(ctx, []redisroute.Cmd{redisroute.Write("ZADD", openBookingsKey, b.Deadline.UnixMilli(), b.ID)})
+	s.r.Exec(ctx, []redisroute.Cmd{s.openEntry(b)})
+}
+
+func (s *Bookings) openEntry(b booking.Booking) redisroute.Cmd {
+	return redisroute.Write("ZADD", openBookingsKey, b.Deadline.UnixMilli(), b.ID)
 }
 
 // Forget removes a booking from the open index.

@@ -48,3 +48,8 @@ func (c City) clamp(l driver.Location) driver.Location {
 	l.Lng = min(max(l.Lng, c.MinLng), c.MaxLng)
 	return l
 }
+
+// contains reports whether l is inside the box.
+func (c City) contains(l driver.Location) bool {
+	return c.MinLat <= l.Lat && l.Lat <= c.MaxLat && c.MinLng <= l.Lng && l.Lng <= c.MaxLng
+}

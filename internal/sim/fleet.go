@@ -23,6 +23,12 @@ type FleetConfig struct {
 	SpeedMPS          float64       // how far a driver moves per second
 	Seed              uint64
 	City              City
+	// Avoid is a circle where no driver starts (drivers scarce where a
+	// storm will hit); zero radius: none.
+	AvoidCenter  driver.Location
+	AvoidRadiusM float64
+	// Behaviour, if set, makes drivers answer reservations and drive trips.
+	Behaviour *Behaviour
 }
 
 // DefaultFleetConfig is a few thousand drivers in Singapore.
@@ -42,16 +48,20 @@ func (c FleetConfig) Validate() error {
 	if c.SpeedMPS < 0 {
 		errs = append(errs, errors.New("speed must not be negative"))
 	}
+	if c.Behaviour != nil {
+		errs = append(errs, c.Behaviour.Validate())
+	}
 	return errors.Join(append(errs, c.City.Validate())...)
 }
 
 // Fleet is a set of simulated drivers. Seed brings them on line; Run moves
 // them and sends their heartbeats until its context ends.
 type Fleet struct {
-	cfg  FleetConfig
-	api  Drivers
-	rng  *rand.Rand
-	locs []driver.Location
+	cfg   FleetConfig
+	api   Drivers
+	rng   *rand.Rand
+	locs  []driver.Location
+	state []driverState // used with a Behaviour
 }
 
 // NewFleet places cfg.Size drivers at random points of the city.
@@ -59,9 +69,13 @@ func NewFleet(cfg FleetConfig, api Drivers) (*Fleet, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	f := &Fleet{cfg: cfg, api: api, rng: rand.New(rand.NewPCG(cfg.Seed, 7))}
-	for i := 0; i < cfg.Size; i++ {
-		f.locs = append(f.locs, cfg.City.random(f.rng))
+	f := &Fleet{cfg: cfg, api: api, rng: rand.New(rand.NewPCG(cfg.Seed, 7)), state: make([]driverState, cfg.Size)}
+	for len(f.locs) < cfg.Size {
+		l := cfg.City.random(f.rng)
+		if cfg.AvoidRadiusM > 0 && DistanceM(cfg.AvoidCenter, l) <= cfg.AvoidRadiusM {
+			continue
+		}
+		f.locs = append(f.locs, l)
 	}
 	return f, nil
 }
@@ -117,7 +131,11 @@ func (f *Fleet) Run(ctx context.Context, now func() time.Time, onErr func(error)
 			l.Lat += (f.rng.Float64()*2 - 1) * step
 			l.Lng += (f.rng.Float64()*2 - 1) * step
 			f.locs[i] = f.cfg.City.clamp(l)
-			if _, err := f.api.Heartbeat(ctx, ID(i), f.locs[i], now()); err != nil && onErr != nil && ctx.Err() == nil {
+			d, err := f.api.Heartbeat(ctx, ID(i), f.locs[i], now())
+			if err == nil && f.cfg.Behaviour != nil {
+				err = f.behave(ctx, i, d, now)
+			}
+			if err != nil && onErr != nil && ctx.Err() == nil {
 				onErr(err)
 			}
 		}

@@ -1,0 +1,36 @@
+package app
+
+import "github.com/apollo-platform/apollo/internal/booking"
+
+// Option changes how New wires the service. Production runs with none;
+// apollo spike uses them to observe admissions and to give allocation the
+// cost of a real dispatch engine.
+type Option func(*options)
+
+type options struct {
+	admitter  func(booking.Admitter) booking.Admitter
+	allocator func(booking.Allocator) booking.Allocator
+}
+
+// WrapAdmitter puts w around the Spampede filter as the booking pipeline
+// sees it.
+func WrapAdmitter(w func(booking.Admitter) booking.Admitter) Option {
+	return func(o *options) { o.admitter = w }
+}
+
+// WrapAllocator puts w around the driver allocator as the booking
+// pipeline sees it.
+func WrapAllocator(w func(booking.Allocator) booking.Allocator) Option {
+	return func(o *options) { o.allocator = w }
+}
+
+func collect(opts []Option) options {
+	o := options{
+		admitter:  func(a booking.Admitter) booking.Admitter { return a },
+		allocator: func(a booking.Allocator) booking.Allocator { return a },
+	}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	return o
+}

@@ -1,0 +1,152 @@
+package spike
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/apollo-platform/apollo/internal/booking"
+	"github.com/apollo-platform/apollo/internal/driver"
+	"github.com/apollo-platform/apollo/internal/sim"
+	"github.com/apollo-platform/apollo/internal/spampede"
+)
+
+// maxInFlight bounds the riders waiting on the pipeline at once, so a
+// stalled pipeline shows up as latency and failures, not as a goroutine
+// pile-up in the drill itself.
+const maxInFlight = 2048
+
+// driving is the simulated city of one run: riders booking, a fleet
+// answering and driving, and what became of each rider.
+type driving struct {
+	svc   *service
+	fleet *sim.Fleet
+	fates []fate
+	index map[string]int // booking ID → fate, for the drivers
+
+	mu sync.Mutex // guards index and fates[i].tripAt once riding
+}
+
+func newDriving(cfg Config, svc *service, arrivals []sim.Arrival) (*driving, error) {
+	d := &driving{svc: svc, fates: make([]fate, len(arrivals)), index: map[string]int{}}
+	for i, a := range arrivals {
+		d.fates[i].arr = a
+	}
+	fc := sim.DefaultFleetConfig()
+	fc.Size, fc.Seed, fc.City = cfg.Drivers, cfg.Seed, cfg.City
+	// Drivers are scarce where the storm hits: none start inside it.
+	fc.AvoidCenter, fc.AvoidRadiusM = cfg.Hotspot, cfg.RadiusM
+	fc.Behaviour = &sim.Behaviour{AcceptProb: 0.9, TripDuration: 60 * time.Second, ChurnProb: 0.002,
+		Trips: d.trip, OnEvent: d.onDriverEvent}
+	f, err := sim.NewFleet(fc, svc.drivers)
+	if err != nil {
+		return nil, err
+	}
+	d.fleet = f
+	return d, nil
+}
+
+// trip tells a driver where its booking's rider is and goes.
+func (d *driving) trip(bookingID string) (pickup, dropoff driver.Location, ok bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	i, ok := d.index[bookingID]
+	if !ok {
+		return pickup, dropoff, false
+	}
+	return d.fates[i].arr.Pickup, d.fates[i].arr.Dropoff, true
+}
+
+func (d *driving) onDriverEvent(_ string, ev driver.Event, bookingID string) {
+	if ev != driver.EventStartTrip {
+		return
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if i, ok := d.index[bookingID]; ok && d.fates[i].tripAt.IsZero() {
+		d.fates[i].tripAt = time.Now()
+	}
+}
+
+// ride sends every rider's booking at its time.
+func (d *driving) ride(ctx context.Context, start time.Time, say Progress) error {
+	sem := make(chan struct{}, maxInFlight)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	nextReport := 10 * time.Second
+	for i := range d.fates {
+		at := d.fates[i].arr.At
+		if err := sleep(ctx, time.Until(start.Add(at))); err != nil {
+			return err
+		}
+		if at >= nextReport {
+			say("  t=%3.0fs  %d riders so far", at.Seconds(), i)
+			nextReport += 10 * time.Second
+		}
+		select {
+		case sem <- struct{}{}:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			d.book(ctx, i)
+		}()
+	}
+	return nil
+}
+
+// book is one rider's request, as the HTTP handler would make it.
+func (d *driving) book(ctx context.Context, i int) {
+	f := &d.fates[i]
+	a := f.arr
+	req := booking.Request{RiderID: a.Rider, Service: "car", Pickup: a.Pickup, Dropoff: a.Dropoff, IdempotencyKey: a.Rider}
+	var outcome spampede.Outcome
+	cctx, cancel := context.WithTimeout(withProbe(ctx, &outcome), 5*time.Second)
+	defer cancel()
+	t0 := time.Now()
+	b, err := d.svc.bookings.Create(cctx, req)
+	f.latency, f.sent, f.outcome = time.Since(t0), true, outcome
+	var hd *booking.HighDemandError
+	switch {
+	case errors.As(err, &hd):
+		f.rejected = true
+	case err != nil:
+		f.err = err
+	default:
+		f.bookingID = b.ID
+		d.mu.Lock()
+		d.index[b.ID] = i
+		d.mu.Unlock()
+	}
+}
+
+// settle reads every admitted booking's final state; one that cannot be
+// read stays pending and its error is reported.
+func (d *driving) settle(ctx context.Context) {
+	sem := make(chan struct{}, 16)
+	var wg sync.WaitGroup
+	for i := range d.fates {
+		f := &d.fates[i]
+		if f.bookingID == "" {
+			continue
+		}
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			b, err := d.svc.bookings.Get(ctx, f.bookingID)
+			if err != nil {
+				f.status, f.settleErr = booking.Searching, err
+				return
+			}
+			f.status = b.Status
+			if !b.AllocatedAt.IsZero() {
+				f.allocIn = b.AllocatedAt.Sub(b.CreatedAt)
+			}
+		}()
+	}
+	wg.Wait()
+}

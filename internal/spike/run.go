@@ -1,0 +1,206 @@
+package spike
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/apollo-platform/apollo/internal/app"
+	"github.com/apollo-platform/apollo/internal/booking"
+	"github.com/apollo-platform/apollo/internal/localcluster"
+	"github.com/apollo-platform/apollo/internal/sim"
+)
+
+// Progress hears what the drill is doing, for a terminal.
+type Progress func(format string, args ...any)
+
+// plan is one run of the drill.
+type plan struct {
+	name, mode string
+	storm      bool
+	outage     bool
+}
+
+// runOne starts a fresh cluster and the service, drives the city through
+// it, and tallies what became of every rider.
+func runOne(ctx context.Context, cfg Config, p plan, say Progress) (Run, error) {
+	arrivals, err := sim.Arrivals(cfg.demand(p.storm))
+	if err != nil {
+		return Run{}, err
+	}
+	say("%s: starting a %d × %d cluster", p.name, cfg.Cluster.Primaries, cfg.Cluster.Replicas)
+	c, err := localcluster.Start(ctx, cfg.Cluster)
+	if err != nil {
+		return Run{}, err
+	}
+	defer c.Close()
+	svc, err := startService(ctx, cfg, c, p.mode)
+	if err != nil {
+		return Run{}, err
+	}
+	defer svc.stop()
+	d, err := newDriving(cfg, svc, arrivals)
+	if err != nil {
+		return Run{}, err
+	}
+	say("%s: bringing %d drivers on line", p.name, cfg.Drivers)
+	if err := d.fleet.Seed(ctx, time.Now, nil); err != nil {
+		return Run{}, err
+	}
+	runCtx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	start := time.Now()
+	wg.Add(2)
+	go func() { defer wg.Done(); d.fleet.Run(runCtx, time.Now, nil) }()
+	redis := newSampler(c.Nodes())
+	go func() { defer wg.Done(); redis.run(runCtx) }()
+	if p.outage {
+		wg.Add(1)
+		go func() { defer wg.Done(); pauseAll(runCtx, c, start, cfg.OutageAt, cfg.OutageFor, say) }()
+	}
+	say("%s: %d riders over %s (Spampede %s)", p.name, len(arrivals), cfg.Duration, p.mode)
+	err = d.ride(runCtx, start, say)
+	if err == nil {
+		say("%s: waiting %s for the last bookings to be allocated or given up", p.name, cfg.AllocationTimeout+3*time.Second)
+		err = sleep(runCtx, cfg.AllocationTimeout+3*time.Second)
+	}
+	if err == nil {
+		d.settle(runCtx)
+	}
+	cancel()
+	wg.Wait()
+	if err != nil {
+		return Run{}, err
+	}
+	return d.result(cfg, p, start, redis), nil
+}
+
+// service is Apollo running in this process.
+type service struct {
+	bookings *booking.Service
+	drivers  app.DriversWithBookings
+	stop     func()
+}
+
+// startService wires Apollo as apollo serve would, plus the drill's hooks,
+// with the rules of the mode. In process rather than over HTTP: on a
+// two-core machine the HTTP layer's CPU would come out of Redis's and the
+// pipeline's share and blur what the drill measures; the pipeline and the
+// driver API it drives are the same code the HTTP handlers call, and the
+// HTTP layer has its own end-to-end tests.
+func startService(ctx context.Context, cfg Config, c *localcluster.Cluster, mode string) (*service, error) {
+	rules, err := json.Marshal(cfg.rules(mode))
+	if err != nil {
+		return nil, err
+	}
+	rulesFile := filepath.Join(c.Dir(), "spampede-rules.json")
+	if err := os.WriteFile(rulesFile, rules, 0o600); err != nil {
+		return nil, err
+	}
+	acfg := app.DefaultConfig()
+	acfg.Redis.Addrs = c.Addrs()
+	acfg.Listen, acfg.AdminListen, acfg.DrainDelay = "127.0.0.1:0", "127.0.0.1:0", 0
+	acfg.SpampedeRulesFile = rulesFile
+	acfg.Booking.AllocationTimeout, acfg.Booking.Workers, acfg.Booking.CountAt = cfg.AllocationTimeout, cfg.Workers, cfg.CountAt
+	if cfg.Cluster.Replicas == 0 {
+		acfg.BookingAcks = 0
+	}
+	log := slog.New(slog.DiscardHandler)
+	a, err := app.New(ctx, acfg, log,
+		app.WrapAdmitter(func(a booking.Admitter) booking.Admitter { return observed{a} }),
+		app.WrapAllocator(func(a booking.Allocator) booking.Allocator { return newEngine(a, cfg.AllocCost, cfg.AllocSlots) }))
+	if err != nil {
+		return nil, err
+	}
+	if err := a.Listen(); err != nil {
+		a.Close()
+		return nil, err
+	}
+	sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	done := make(chan error, 1)
+	go func() { done <- a.Serve(sctx) }()
+	return &service{bookings: a.Bookings(), drivers: a.DriverAPI(), stop: func() { cancel(); <-done }}, nil
+}
+
+// pauseAll hangs every Redis node for d from at, then resumes them.
+func pauseAll(ctx context.Context, c *localcluster.Cluster, start time.Time, at, d time.Duration, say Progress) {
+	if sleep(ctx, time.Until(start.Add(at))) != nil {
+		return
+	}
+	say("outage: pausing every Redis node for %s", d)
+	for _, n := range c.Nodes() {
+		n.Pause()
+	}
+	defer func() {
+		for _, n := range c.Nodes() {
+			n.Resume()
+		}
+		say("outage: Redis resumed")
+	}()
+	sleep(ctx, d)
+}
+
+// sleep waits d or until ctx ends.
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(max(d, 0))
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+var errNoRuns = errors.New("spike: nothing to run")
+
+// Drill runs the drill: the no-spike baseline and each mode, or the outage
+// variant, each on a fresh cluster.
+func Drill(ctx context.Context, cfg Config, say Progress) (*Report, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if say == nil {
+		say = func(string, ...any) {}
+	}
+	plans := []plan{{name: "baseline", mode: ModeOff}}
+	for _, m := range cfg.Modes {
+		plans = append(plans, plan{name: m, mode: m, storm: true})
+	}
+	if cfg.Outage {
+		plans = []plan{{name: "outage", mode: ModeOn, storm: true, outage: true}}
+	}
+	rep := &Report{Settings: cfg.settings(), Hotspot: Hotspot{Lat: cfg.Hotspot.Lat, Lng: cfg.Hotspot.Lng, RadiusM: cfg.RadiusM,
+		Cells: hotspotCells(cfg.Hotspot, cfg.RadiusM, cfg.Rule.CellBits)}}
+	for _, p := range plans {
+		r, err := runOne(ctx, cfg, p, say)
+		if err != nil {
+			return rep, fmt.Errorf("%s run: %w", p.name, err)
+		}
+		rep.Runs = append(rep.Runs, r)
+		say("%s: outside the hotspot %.1f%% got a driver, booking p99 %.1f ms; inside %d requested, %d rejected",
+			p.name, 100*r.Outside.Success(), r.Outside.LatencyP99, r.Inside.Requested, r.Inside.Rejected)
+	}
+	if len(rep.Runs) == 0 {
+		return rep, errNoRuns
+	}
+	rep.Summary = summarize(rep.Runs)
+	return rep, nil
+}
+
+func (c Config) settings() Settings {
+	s := Settings{Seed: c.Seed, Duration: c.Duration, StormStart: c.StormStart, StormEnd: c.StormEnd, BaseRate: c.BaseRate,
+		SpikeMultiplier: c.SpikeMultiplier, Drivers: c.Drivers, AllocationTimeout: c.AllocationTimeout, AllocCost: c.AllocCost,
+		AllocSlots: c.AllocSlots, Workers: c.Workers, CountAt: string(c.CountAt), CellBits: c.Rule.CellBits, BucketSeconds: c.Rule.BucketSeconds,
+		Threshold: c.Rule.Threshold, HoldDownSeconds: c.Rule.HoldDownSeconds, Primaries: c.Cluster.Primaries, Replicas: c.Cluster.Replicas}
+	if c.Outage {
+		s.Outage = &Window{From: c.OutageAt.Seconds(), To: (c.OutageAt + c.OutageFor).Seconds()}
+	}
+	return s
+}

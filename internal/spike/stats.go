@@ -1,0 +1,85 @@
+package spike
+
+import (
+	"slices"
+	"time"
+
+	"github.com/apollo-platform/apollo/internal/booking"
+	"github.com/apollo-platform/apollo/internal/sim"
+	"github.com/apollo-platform/apollo/internal/spampede"
+)
+
+// fate is what became of one rider's request.
+type fate struct {
+	arr       sim.Arrival
+	sent      bool
+	bookingID string
+	outcome   spampede.Outcome // Spampede's decision, if it was asked
+	rejected  bool             // turned away by Spampede
+	err       error            // the pipeline could not take it
+	settleErr error            // its final state could not be read
+	latency   time.Duration    // of the booking call
+	status    booking.Status   // at the end of the run
+	allocIn   time.Duration    // request to driver; 0: never
+	tripAt    time.Time        // a driver started the trip; zero: never
+}
+
+// tally accumulates Counts and their latencies.
+type tally struct {
+	c                  Counts
+	lat, toAlloc, fail []time.Duration
+}
+
+func (t *tally) add(f *fate) {
+	if !f.sent {
+		return
+	}
+	t.c.Requested++
+	switch f.outcome {
+	case spampede.ShadowRejected:
+		t.c.WouldReject++
+	case spampede.FailOpen:
+		t.c.FailOpen++
+	}
+	switch {
+	case f.rejected:
+		t.c.Rejected++
+		return
+	case f.err != nil:
+		t.c.Failed++
+		t.fail = append(t.fail, f.latency)
+		return
+	}
+	t.c.Admitted++
+	t.lat = append(t.lat, f.latency)
+	switch f.status {
+	case booking.Allocated, booking.Accepted:
+		t.c.Allocated++
+		t.toAlloc = append(t.toAlloc, f.allocIn)
+	case booking.Unallocated:
+		t.c.Unallocated++
+	case booking.Searching:
+		t.c.Pending++
+	}
+}
+
+func (t *tally) counts() Counts {
+	c := t.c
+	c.LatencyP50, c.LatencyP99 = ms(quantile(t.lat, 0.5)), ms(quantile(t.lat, 0.99))
+	c.AllocP50, c.AllocP99 = ms(quantile(t.toAlloc, 0.5)), ms(quantile(t.toAlloc, 0.99))
+	c.FailedP99 = ms(quantile(t.fail, 0.99))
+	return c
+}
+
+// quantile is the nearest-rank quantile; 0 for no samples.
+func quantile(d []time.Duration, q float64) time.Duration {
+	if len(d) == 0 {
+		return 0
+	}
+	s := slices.Clone(d)
+	slices.Sort(s)
+	i := int(q*float64(len(s))+0.5) - 1
+	return s[min(max(i, 0), len(s)-1)]
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

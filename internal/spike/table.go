@@ -1,0 +1,47 @@
+package spike
+
+import (
+	"fmt"
+	"io"
+	"text/tabwriter"
+)
+
+// WriteTable prints the storm-window totals of each run and the summary
+// against the baseline, for a terminal.
+func WriteTable(w io.Writer, r *Report) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "run\twhere\trequested\tadmitted\trejected\twould reject\tfail open\tfailed (503)\tgot a driver\tunallocated\tsuccess\tp50 ms\tp99 ms\tto driver p99 ms\tfailed in p99 ms\t")
+	for _, run := range r.Runs {
+		for _, side := range []struct {
+			name string
+			c    Counts
+		}{{"outside", run.Outside}, {"inside", run.Inside}} {
+			c := side.c
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%.1f%%\t%.1f\t%.1f\t%.0f\t%.0f\t\n", run.Name, side.name,
+				c.Requested, c.Admitted, c.Rejected, c.WouldReject, c.FailOpen, c.Failed, c.Allocated, c.Unallocated,
+				100*c.Success(), c.LatencyP50, c.LatencyP99, c.AllocP99, c.FailedP99)
+		}
+	}
+	if err := tw.Flush(); err != nil || len(r.Summary) == 0 {
+		return err
+	}
+	fmt.Fprintln(w, "\noutside the hotspot, during the storm, against the no-spike baseline:")
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "run\tsuccess\tvs baseline\tbooking p99 ms\tvs baseline\twithin 5%\tfirst trip in the storm\tRedis cmds\t")
+	for i, l := range r.Summary {
+		first := "none"
+		if ft := r.Runs[i].FirstTripAfter; ft >= 0 {
+			first = fmt.Sprintf("%.1fs", ft.Seconds())
+		}
+		fmt.Fprintf(tw, "%s\t%.2f%%\t%+.1f%%\t%.1f\t%+.1f%%\t%v\t%s\t%d\t\n", l.Run, 100*l.OutsideSuccess, 100*l.SuccessVsBase,
+			l.OutsideP99, 100*l.P99VsBase, yesNo(l.Within5Pct), first, r.Runs[i].RedisCmds)
+	}
+	return tw.Flush()
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}
