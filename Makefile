@@ -6,7 +6,7 @@ BIN     := bin/apollo
 # keeps timing-sensitive resilience tests honest on a 2-core machine.
 TESTFLAGS ?= -race -count=1 -p 1 -timeout 20m
 
-.PHONY: all build test demo redis fmt-check vet bench drill clean
+.PHONY: all build test demo redis fmt-check vet bench drill spike clean
 
 all: build
 
@@ -42,6 +42,10 @@ bench: redis
 drill: redis build
 	./$(BIN) drill --scenario replica-crash --svg docs/drill-replica-crash.svg
 	./$(BIN) drill --scenario replica-hang --svg docs/drill-replica-hang.svg
+
+# A rainstorm over one district, with Spampede off, in shadow and on (about 10 minutes).
+spike: redis build
+	./$(BIN) spike --svg docs/spike-rainstorm.svg --html spike-report.html
 
 # Apollo locally: a 3 × 2 Redis Cluster, the service, and a simulated fleet.
 demo: redis build

@@ -22,7 +22,8 @@ accepting or declining, driving trips; riders booking at a base rate) drives
 Apollo's real booking pipeline and driver API, in process, on a fresh local
 Redis Cluster per run. From --storm-start to --storm-end a rainstorm hits the
 hotspot: riders there book at --spike-multiplier × the city's base rate, and
-no driver starts inside it. The runs are a no-spike baseline, then each mode:
+no driver starts inside it. The runs are a no-spike baseline (twice: the second shows how much identical
+runs differ on this machine), then each mode:
   off     no rule; every booking enters the pipeline
   shadow  the rule counts what it would reject, and admits
   on      the rule turns bookings away with 429 before any downstream call
@@ -48,6 +49,7 @@ func runSpike(ctx context.Context, e env, args []string) error {
 	hotspot := fs.String("hotspot", fmt.Sprintf("%.6f,%.6f", cfg.Hotspot.Lat, cfg.Hotspot.Lng), "centre of the storm as lat,lng (default: where four Spampede cells meet near Raffles Place)")
 	fs.Float64Var(&cfg.RadiusM, "radius-m", cfg.RadiusM, "radius of the storm in metres")
 	modes := fs.String("modes", strings.Join(cfg.Modes, ","), "Spampede modes to compare after the baseline: off, shadow, on")
+	fs.BoolVar(&cfg.RepeatBaseline, "repeat-baseline", cfg.RepeatBaseline, "run the no-spike baseline twice, to show how much two identical runs differ on this machine")
 	fs.BoolVar(&cfg.Outage, "outage", false, "run the Redis-outage variant instead of the mode comparison")
 	fs.DurationVar(&cfg.OutageAt, "outage-at", cfg.OutageAt, "when every Redis node is paused (--outage)")
 	fs.DurationVar(&cfg.OutageFor, "outage-for", cfg.OutageFor, "how long Redis stays paused (--outage)")

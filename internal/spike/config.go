@@ -32,6 +32,9 @@ type Config struct {
 	Hotspot              driver.Location
 	RadiusM              float64
 	Modes                []string
+	// RepeatBaseline runs the no-spike baseline twice: how far two
+	// identical runs differ is the noise floor of every comparison.
+	RepeatBaseline bool
 	// Outage runs one "on" run with every Redis node paused for OutageFor
 	// from OutageAt, instead of the mode comparison.
 	Outage              bool
@@ -75,7 +78,7 @@ func DefaultConfig() Config {
 	return Config{
 		Seed: 1, Duration: 120 * time.Second, StormStart: 20 * time.Second, StormEnd: 100 * time.Second,
 		BaseRate: 10, SpikeMultiplier: 20, Hotspot: DefaultHotspot(rule.CellBits), RadiusM: 800,
-		Modes:    []string{ModeOff, ModeShadow, ModeOn},
+		Modes: []string{ModeOff, ModeShadow, ModeOn}, RepeatBaseline: true,
 		OutageAt: 50 * time.Second, OutageFor: 10 * time.Second,
 		Drivers: 2000, AllocationTimeout: 10 * time.Second, AllocCost: 5 * time.Millisecond, AllocSlots: 4, Workers: 4,
 		CountAt: booking.DefaultConfig().CountAt,

@@ -59,10 +59,13 @@ type Box struct {
 
 // Run is one mode on its own fresh cluster.
 type Run struct {
-	Name    string   `json:"name"` // baseline, off, shadow, on, outage
-	Mode    string   `json:"mode"` // Spampede mode: off, shadow, on
-	Storm   bool     `json:"storm"`
-	Seconds []Second `json:"seconds"`
+	Name  string `json:"name"` // baseline, off, shadow, on, outage
+	Mode  string `json:"mode"` // Spampede mode: off, shadow, on
+	Storm bool   `json:"storm"`
+	// StartUnixMs is when the run began: Spampede's buckets follow the
+	// wall clock, so this places their boundaries on the timeline.
+	StartUnixMs int64    `json:"start_unix_ms"`
+	Seconds     []Second `json:"seconds"`
 	// Storm-window totals (the whole run for the baseline: same window).
 	Inside  Counts `json:"inside"`
 	Outside Counts `json:"outside"`

@@ -15,7 +15,7 @@ func (d *driving) result(cfg Config, p plan, start time.Time, redis *sampler) Ru
 	seconds := int(cfg.Duration.Seconds())
 	in, out := make([]tally, seconds), make([]tally, seconds)
 	var stormIn, stormOut tally
-	r := Run{Name: p.name, Mode: p.mode, Storm: p.storm, FirstTripAfter: -1}
+	r := Run{Name: p.name, Mode: p.mode, Storm: p.storm, FirstTripAfter: -1, StartUnixMs: start.UnixMilli()}
 	near := cellsNear(cfg.Hotspot, gridReachM, cfg.Rule.CellBits)
 	cells := map[string]*CellStat{}
 	for _, c := range near {

@@ -170,6 +170,9 @@ func Drill(ctx context.Context, cfg Config, say Progress) (*Report, error) {
 		say = func(string, ...any) {}
 	}
 	plans := []plan{{name: "baseline", mode: ModeOff}}
+	if cfg.RepeatBaseline {
+		plans = append(plans, plan{name: "baseline-repeat", mode: ModeOff})
+	}
 	for _, m := range cfg.Modes {
 		plans = append(plans, plan{name: m, mode: m, storm: true})
 	}

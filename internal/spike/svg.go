@@ -433,7 +433,7 @@ func (tl *timeline) backdrop(p tlPanel, run Run, i int, labels bool) {
 	if to > from {
 		if run.Storm {
 			fmt.Fprintf(&tl.b, `<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="%s"/>`, from, p.y, to-from, p.h, tlStormFill)
-			tl.bucketLines(p)
+			tl.bucketLines(p, run)
 			if labels {
 				fmt.Fprintf(&tl.b, `<text x="%.1f" y="%.1f" fill="#3182bd" font-size="10">storm</text>`, from+3, p.y+p.h-4)
 			}
@@ -452,14 +452,23 @@ func (tl *timeline) backdrop(p tlPanel, run Run, i int, labels bool) {
 	tl.xTicks(p)
 }
 
-// bucketLines marks where Spampede's buckets turn over, counted from the
-// storm's start: the report has no wall clock to align them to.
-func (tl *timeline) bucketLines(p tlPanel) {
+// bucketLines marks where Spampede's buckets turn over within the storm:
+// buckets follow the wall clock, so they are placed from the run's start
+// time (or from the storm's start, for a report without one).
+func (tl *timeline) bucketLines(p tlPanel, run Run) {
 	step := float64(tl.r.Settings.BucketSeconds)
 	if step <= 0 || step/p.dur*p.w < 4 {
 		return
 	}
-	for t := tl.stormFrom + step; t < tl.stormTo; t += step {
+	first := tl.stormFrom + step
+	if run.StartUnixMs > 0 {
+		// The first boundary after the run began, then on past the storm's start.
+		first = math.Mod(step-math.Mod(float64(run.StartUnixMs)/1000, step), step)
+		for first <= tl.stormFrom {
+			first += step
+		}
+	}
+	for t := first; t < tl.stormTo; t += step {
 		fmt.Fprintf(&tl.b, `<line x1="%.1f" x2="%.1f" y1="%.1f" y2="%.1f" stroke="#6baed6" stroke-width="0.6" opacity="0.6"/>`, p.px(t), p.px(t), p.y, p.y+p.h)
 	}
 }
