@@ -71,10 +71,10 @@ func DefaultHotspot(bits uint) driver.Location {
 // base rate over an 800 m circle in the CBD.
 func DefaultConfig() Config {
 	rule := spampede.DefaultRuleSet().Rules[0]
-	// Shorter buckets than production's, and a short hold-down, so that a
-	// two-minute storm crosses several bucket boundaries and the counts
-	// (not the hold-down) are what keep the hotspot closed.
-	rule.BucketSeconds, rule.HoldDownSeconds = 20, 5
+	// Shorter buckets and hold-down than production's, so that an 80 s
+	// storm crosses four bucket boundaries and outlasts the hold-down
+	// several times: the counts, not the hold-down, keep the hotspot closed.
+	rule.BucketSeconds, rule.HoldDownSeconds = 20, 20
 	return Config{
 		Seed: 1, Duration: 120 * time.Second, StormStart: 20 * time.Second, StormEnd: 100 * time.Second,
 		BaseRate: 10, SpikeMultiplier: 20, Hotspot: DefaultHotspot(rule.CellBits), RadiusM: 800,

@@ -43,8 +43,9 @@ type htmlPage struct {
 
 type htmlSummaryRow struct {
 	Run, Success, SuccessVs, P99, P99Vs, AllocP99 string
+	SettledP99, SettledP99Vs                      string
 	Rejected, Would                               int
-	Within                                        bool
+	Within, SettledWithin                         bool
 }
 
 type htmlRun struct {
@@ -92,11 +93,12 @@ func htmlSummary(r *Report) []htmlSummaryRow {
 			Run: l.Run, Success: fmtPct(l.OutsideSuccess), SuccessVs: fmtChange(l.SuccessVsBase),
 			P99: fmtMs(roundMs(l.OutsideP99)), P99Vs: fmtChange(l.P99VsBase), AllocP99: fmtMs(roundMs(l.OutsideAllocP99)),
 			Rejected: l.InsideRejected, Would: l.InsideWould, Within: l.Within5Pct,
+			SettledP99: fmtMs(roundMs(l.SettledP99)), SettledP99Vs: fmtChange(l.SettledP99VsBase), SettledWithin: l.SettledWithin5Pct,
 		}
 		// Without a baseline (the outage variant) the summary compares the
 		// first run with itself, which says nothing.
 		if base == nil || l.Run == base.Name {
-			row.SuccessVs, row.P99Vs = "—", "—"
+			row.SuccessVs, row.P99Vs, row.SettledP99Vs = "—", "—", "—"
 		}
 		rows = append(rows, row)
 	}
@@ -328,10 +330,11 @@ shadow, and on, compared with a run without the storm.</p>
 <h2>Settings</h2>
 <table class="kv">{{range .Settings}}<tr><th>{{index . 0}}</th><td>{{index . 1}}</td></tr>{{end}}</table>
 <h2>Summary</h2>
-<p>Outside the hotspot, over the storm window (the same window for the baseline).</p>
+<p>Outside the hotspot, over the storm window (the same window for the baseline); "settled" is the
+storm once its first allocation timeout has passed.</p>
 <table>
-<tr><th>run</th><th>outside success</th><th>vs baseline</th><th>outside p99</th><th>vs baseline</th><th>outside alloc p99</th><th>inside rejected</th><th>inside would-reject</th><th>within 5%?</th></tr>
-{{range .Summary}}<tr><td>{{.Run}}</td><td>{{.Success}}</td><td>{{.SuccessVs}}</td><td>{{.P99}}</td><td>{{.P99Vs}}</td><td>{{.AllocP99}}</td><td>{{.Rejected}}</td><td>{{.Would}}</td><td>{{if .Within}}<span class="yes">yes</span>{{else}}<span class="no">no</span>{{end}}</td></tr>
+<tr><th>run</th><th>outside success</th><th>vs baseline</th><th>outside p99</th><th>vs baseline</th><th>outside alloc p99</th><th>inside rejected</th><th>inside would-reject</th><th>within 5%?</th><th>settled p99</th><th>vs baseline</th><th>settled within 5%?</th></tr>
+{{range .Summary}}<tr><td>{{.Run}}</td><td>{{.Success}}</td><td>{{.SuccessVs}}</td><td>{{.P99}}</td><td>{{.P99Vs}}</td><td>{{.AllocP99}}</td><td>{{.Rejected}}</td><td>{{.Would}}</td><td>{{if .Within}}<span class="yes">yes</span>{{else}}<span class="no">no</span>{{end}}</td><td>{{.SettledP99}}</td><td>{{.SettledP99Vs}}</td><td>{{if .SettledWithin}}<span class="yes">yes</span>{{else}}<span class="no">no</span>{{end}}</td></tr>
 {{end}}</table>
 <h2>Second by second</h2>
 {{.Timeline}}

@@ -69,6 +69,10 @@ type Run struct {
 	// Storm-window totals (the whole run for the baseline: same window).
 	Inside  Counts `json:"inside"`
 	Outside Counts `json:"outside"`
+	// OutsideSettled is the storm once its first allocation timeout has
+	// passed: what is left when the bookings admitted before the filter
+	// could react have been given up.
+	OutsideSettled Counts `json:"outside_settled"`
 	// FirstTripAfter is from the storm's start to the first hotspot
 	// booking of the storm that got a driver; negative: none did.
 	FirstTripAfter time.Duration `json:"first_trip_after_ns"`
@@ -134,4 +138,9 @@ type Line struct {
 	InsideRejected  int     `json:"inside_rejected"`
 	InsideWould     int     `json:"inside_would_reject"`
 	Within5Pct      bool    `json:"within_5pct"` // success and p99 both within 5 % of the baseline
+	// The same comparison once the storm's first allocation timeout has passed.
+	SettledSuccessVsBase float64 `json:"settled_success_vs_baseline"`
+	SettledP99           float64 `json:"settled_outside_latency_p99_ms"`
+	SettledP99VsBase     float64 `json:"settled_p99_vs_baseline"`
+	SettledWithin5Pct    bool    `json:"settled_within_5pct"`
 }

@@ -14,7 +14,9 @@ const maxErrors = 10
 func (d *driving) result(cfg Config, p plan, start time.Time, redis *sampler) Run {
 	seconds := int(cfg.Duration.Seconds())
 	in, out := make([]tally, seconds), make([]tally, seconds)
-	var stormIn, stormOut tally
+	var stormIn, stormOut, settledOut tally
+	// Settled: after the storm's first allocation timeout, plus a scan.
+	settledFrom := cfg.StormStart + cfg.AllocationTimeout + 2*time.Second
 	r := Run{Name: p.name, Mode: p.mode, Storm: p.storm, FirstTripAfter: -1, StartUnixMs: start.UnixMilli()}
 	near := cellsNear(cfg.Hotspot, gridReachM, cfg.Rule.CellBits)
 	cells := map[string]*CellStat{}
@@ -36,6 +38,9 @@ func (d *driving) result(cfg Config, p plan, start time.Time, redis *sampler) Ru
 			out[sec].add(f)
 			if inStorm {
 				stormOut.add(f)
+				if f.arr.At >= settledFrom {
+					settledOut.add(f)
+				}
 			}
 		}
 		if f.arr.Storm && !f.tripAt.IsZero() {
@@ -55,7 +60,7 @@ func (d *driving) result(cfg Config, p plan, start time.Time, redis *sampler) Ru
 	for s := 0; s < seconds; s++ {
 		r.Seconds = append(r.Seconds, Second{T: s, Inside: in[s].counts(), Outside: out[s].counts(), RedisCmds: rates[s]})
 	}
-	r.Inside, r.Outside, r.RedisCmds = stormIn.counts(), stormOut.counts(), total
+	r.Inside, r.Outside, r.OutsideSettled, r.RedisCmds = stormIn.counts(), stormOut.counts(), settledOut.counts(), total
 	for _, c := range near {
 		r.Grid = append(r.Grid, *cells[c.String()])
 	}
@@ -102,6 +107,10 @@ func summarize(runs []Run) []Line {
 		l.SuccessVsBase = rel(l.OutsideSuccess, base.Outside.Success())
 		l.P99VsBase = rel(l.OutsideP99, base.Outside.LatencyP99)
 		l.Within5Pct = l.SuccessVsBase >= -0.05 && l.P99VsBase <= 0.05
+		l.SettledSuccessVsBase = rel(r.OutsideSettled.Success(), base.OutsideSettled.Success())
+		l.SettledP99 = r.OutsideSettled.LatencyP99
+		l.SettledP99VsBase = rel(l.SettledP99, base.OutsideSettled.LatencyP99)
+		l.SettledWithin5Pct = r.OutsideSettled.Requested > 0 && l.SettledSuccessVsBase >= -0.05 && l.SettledP99VsBase <= 0.05
 		out = append(out, l)
 	}
 	return out
