@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"go.uber.org/goleak"
+
 	"github.com/apollo-platform/apollo/internal/localcluster/clustertest"
 	"github.com/apollo-platform/apollo/internal/spike"
 )
@@ -20,6 +22,7 @@ var shortSpike = []string{"--duration", "30s", "--storm-start", "8s", "--storm-e
 
 func runSpikeForTest(t *testing.T, args ...string) (*spike.Report, string) {
 	t.Helper()
+	before := goleak.IgnoreCurrent()
 	tmp := t.TempDir()
 	t.Setenv("TMPDIR", tmp)
 	out := filepath.Join(tmp, "report.json")
@@ -27,6 +30,12 @@ func runSpikeForTest(t *testing.T, args ...string) (*spike.Report, string) {
 	code := Run(context.Background(), append(append([]string{"spike"}, args...), "--json", out, "--html", filepath.Join(tmp, "r.html")), &stdout, &stderr)
 	if left := clustertest.RedisProcessesUnder(tmp); len(left) > 0 {
 		t.Errorf("redis-server processes left after the drill: %v", left)
+	}
+	// Every goroutine of the city, the service and its routers has ended
+	// (go-redis re-dials a paused address once in the background and then
+	// exits on its own: not ours to stop).
+	if err := goleak.Find(before, goleak.IgnoreAnyFunction("github.com/redis/go-redis/v9/internal/pool.(*ConnPool).tryDial")); err != nil {
+		t.Errorf("goroutines left after the drill: %v", err)
 	}
 	if code != 0 {
 		t.Fatalf("apollo spike exited %d\n%s\n%s", code, stdout.String(), stderr.String())
