@@ -59,6 +59,7 @@ func runSpike(ctx context.Context, e env, args []string) error {
 	fs.DurationVar(&cfg.AllocCost, "alloc-cost", cfg.AllocCost, "dispatch-engine time per allocation attempt")
 	fs.IntVar(&cfg.AllocSlots, "alloc-slots", cfg.AllocSlots, "allocation attempts the dispatch engine runs at once")
 	fs.IntVar(&cfg.Workers, "workers", cfg.Workers, "booking workers retrying open bookings")
+	fs.IntVar(&cfg.CountRejectedEvery, "count-rejected-every", cfg.CountRejectedEvery, "Spampede: count every n-th booking a tripped cell turns away as a miss (0: never)")
 	fs.StringVar((*string)(&cfg.CountAt), "count-at", string(cfg.CountAt), "when Spampede counts a booking without a driver: first-miss or deadline")
 	fs.IntVar(&cfg.Rule.Threshold, "threshold", cfg.Rule.Threshold, "Spampede: unallocated bookings in a cell's 3 × 3 block per bucket at which it trips")
 	fs.IntVar(&cfg.Rule.BucketSeconds, "bucket-seconds", cfg.Rule.BucketSeconds, "Spampede: length of a time bucket")

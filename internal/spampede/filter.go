@@ -40,11 +40,21 @@ type Config struct {
 	BreakerCooldown time.Duration
 	// MaxTrippedCells bounds the in-memory cache of tripped cells.
 	MaxTrippedCells int
+	// CountRejectedEvery counts every n-th booking turned away from a
+	// tripped cell as a miss (0: none). Without it a cell's count decays
+	// while it turns its storm away, and it reopens, admits a threshold's
+	// worth of bookings that miss, and trips again, for as long as the
+	// storm lasts. With it a cell stays tripped while the demand it turns
+	// away, divided by n, would alone reach the threshold; a calmer cell
+	// reopens as before. The price: a cell whose storm goes on stays
+	// closed even if drivers arrive.
+	CountRejectedEvery int
 }
 
 // DefaultConfig returns the defaults.
 func DefaultConfig() Config {
-	return Config{StoreTimeout: 10 * time.Millisecond, BreakerFailures: 5, BreakerCooldown: time.Second, MaxTrippedCells: 100_000}
+	return Config{StoreTimeout: 10 * time.Millisecond, BreakerFailures: 5, BreakerCooldown: time.Second, MaxTrippedCells: 100_000,
+		CountRejectedEvery: 10}
 }
 
 // Validate reports an unusable config.
@@ -52,15 +62,19 @@ func (c Config) Validate() error {
 	if c.StoreTimeout <= 0 || c.BreakerFailures < 1 || c.BreakerCooldown <= 0 || c.MaxTrippedCells < 1 {
 		return errors.New("spampede: store timeout, breaker failures, breaker cooldown and max tripped cells must be positive")
 	}
+	if c.CountRejectedEvery < 0 {
+		return errors.New("spampede: count-rejected-every must not be negative")
+	}
 	return nil
 }
 
 // tripped is a cell turned away until `until`.
 type tripped struct {
-	until  time.Time
-	rule   string
-	shadow bool
-	count  float64
+	until    time.Time
+	rule     string
+	shadow   bool
+	count    float64
+	rejected int // turned away since it tripped, for CountRejectedEvery
 }
 
 // Filter decides admissions. It is safe for concurrent use.
@@ -120,6 +134,8 @@ func (f *Filter) Admit(ctx context.Context, service string, lat, lng float64, no
 		d.Outcome = RejectedCached
 		if t.shadow {
 			d.Outcome = ShadowRejected
+		} else if t.countThis {
+			f.countRejected(ctx, rule, service, lat, lng, now)
 		}
 		return f.decide(d)
 	}
@@ -163,15 +179,39 @@ func retryAfter(until, now time.Time) time.Duration {
 	return time.Duration(math.Ceil(until.Sub(now).Seconds())) * time.Second
 }
 
-func (f *Filter) cached(k Key, now time.Time) (tripped, bool) {
+// hit is a cached trip as one admission sees it.
+type hit struct {
+	tripped
+	countThis bool // this rejection is the n-th: count it as a miss
+}
+
+func (f *Filter) cached(k Key, now time.Time) (hit, bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	t, ok := f.cells[k]
 	if ok && !now.Before(t.until) {
 		delete(f.cells, k)
-		return t, false
+		return hit{tripped: t}, false
 	}
-	return t, ok
+	if !ok {
+		return hit{}, false
+	}
+	t.rejected++
+	f.cells[k] = t
+	n := f.cfg.CountRejectedEvery
+	return hit{tripped: t, countThis: n > 0 && t.rejected%n == 0}, true
+}
+
+// countRejected records a turned-away booking as a miss, within the
+// admission's deadline; a failure costs only a slightly lower count.
+func (f *Filter) countRejected(ctx context.Context, rule Rule, service string, lat, lng float64, now time.Time) {
+	if !f.breaker.allow(now) {
+		return
+	}
+	cctx, cancel := context.WithTimeout(ctx, f.cfg.StoreTimeout)
+	defer cancel()
+	err := f.record(cctx, rule, service, lat, lng, now)
+	f.breaker.record(now, err == nil)
 }
 
 func (f *Filter) trip(k Key, t tripped, now time.Time) {
@@ -196,6 +236,15 @@ func (f *Filter) RecordUnallocated(ctx context.Context, service string, lat, lng
 	if !ok {
 		return nil
 	}
+	if err := f.record(ctx, rule, service, lat, lng, now); err != nil {
+		f.obs.RecordFailed()
+		return fmt.Errorf("spampede: record unallocated booking: %w", err)
+	}
+	return nil
+}
+
+// record adds one miss to the 3 × 3 block around the pickup's cell.
+func (f *Filter) record(ctx context.Context, rule Rule, service string, lat, lng float64, now time.Time) error {
 	cell, err := geocell.Of(lat, lng, rule.CellBits)
 	if err != nil {
 		return err
@@ -208,11 +257,7 @@ func (f *Filter) RecordUnallocated(ctx context.Context, service string, lat, lng
 	// A bucket is read as "previous" during the next one: keep it two
 	// bucket-lengths, plus slack for clock skew between instances.
 	ttl := 2*size.Duration() + 10*time.Second
-	if err := f.store.Record(ctx, keys, geocell.Bucket(now, size), ttl); err != nil {
-		f.obs.RecordFailed()
-		return fmt.Errorf("spampede: record unallocated booking: %w", err)
-	}
-	return nil
+	return f.store.Record(ctx, keys, geocell.Bucket(now, size), ttl)
 }
 
 // CellState is a tripped cell, for the admin API.

@@ -266,3 +266,60 @@ func FuzzParseRuleSet(f *testing.F) {
 		}
 	})
 }
+
+// A tripped cell counts every n-th booking it turns away as a miss, so a
+// storm that goes on keeps its cell tripped past the hold-down instead of
+// letting a threshold's worth of bookings through each time it ends.
+func TestTurnedAwayBookingsKeepAStormyCellTripped(t *testing.T) {
+	ctx := context.Background()
+	tests := []struct {
+		name        string
+		every       int
+		turnedAway  int // bookings turned away during the hold-down
+		wantCounted int64
+		wantAfter   Outcome // the first booking once the hold-down (30 s) has passed
+	}{
+		{"every 10th counts: the storm keeps it closed", 10, 100, 10, Rejected},
+		{"counting off: the cell reopens", 0, 100, 0, Admitted},
+		{"a calm cell reopens even when counting", 10, 3, 0, Admitted},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			store := newMemStore()
+			cfg := DefaultConfig()
+			cfg.CountRejectedEvery = tt.every
+			f, err := New(cfg, store, testRules(nil), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			record(t, f, 5, home.lat, home.lng, t0) // trips at the threshold of 5
+			if d := f.Admit(ctx, "car", home.lat, home.lng, t0.Add(time.Second)); d.Outcome != Rejected {
+				t.Fatalf("first admission %s, want rejected", d.Outcome)
+			}
+			for i := 0; i < tt.turnedAway; i++ {
+				if d := f.Admit(ctx, "car", home.lat, home.lng, t0.Add(2*time.Second)); d.Outcome != RejectedCached {
+					t.Fatalf("admission %d during the hold-down: %s", i, d.Outcome)
+				}
+			}
+			cell, _ := geocell.Of(home.lat, home.lng, 30)
+			cur, _, _ := store.Counts(ctx, Key{Service: "car", Cell: cell}, geocell.Bucket(t0, mustBucket(t, 60)))
+			if got := cur - 5; got != tt.wantCounted {
+				t.Errorf("counted %d turned-away bookings, want %d", got, tt.wantCounted)
+			}
+			// 90 s in, bucket 0 weighs 1/2: the original 5 misses alone
+			// give 2.5 < 5; with the 10 counted rejections, 7.5.
+			if d := f.Admit(ctx, "car", home.lat, home.lng, t0.Add(90*time.Second)); d.Outcome != tt.wantAfter {
+				t.Errorf("after the hold-down: %s (count %.1f), want %s", d.Outcome, d.Count, tt.wantAfter)
+			}
+		})
+	}
+}
+
+func mustBucket(t *testing.T, seconds int) geocell.BucketSize {
+	t.Helper()
+	b, err := geocell.NewBucketSize(time.Duration(seconds) * time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}

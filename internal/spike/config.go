@@ -50,9 +50,12 @@ type Config struct {
 	Workers    int
 	// CountAt is when Spampede counts a booking without a driver.
 	CountAt booking.CountAt
-	Rule    spampede.Rule
-	Cluster localcluster.Config
-	City    sim.City
+	// CountRejectedEvery: every n-th booking a tripped cell turns away
+	// counts as a miss (0: none).
+	CountRejectedEvery int
+	Rule               spampede.Rule
+	Cluster            localcluster.Config
+	City               sim.City
 }
 
 // DefaultHotspot is the corner where four Spampede cells meet nearest to
@@ -81,8 +84,8 @@ func DefaultConfig() Config {
 		Modes: []string{ModeOff, ModeShadow, ModeOn}, RepeatBaseline: true,
 		OutageAt: 50 * time.Second, OutageFor: 10 * time.Second,
 		Drivers: 2000, AllocationTimeout: 10 * time.Second, AllocCost: 5 * time.Millisecond, AllocSlots: 4, Workers: 4,
-		CountAt: booking.DefaultConfig().CountAt,
-		Rule:    rule, Cluster: localcluster.DefaultConfig(), City: sim.Singapore(),
+		CountAt: booking.DefaultConfig().CountAt, CountRejectedEvery: spampede.DefaultConfig().CountRejectedEvery,
+		Rule: rule, Cluster: localcluster.DefaultConfig(), City: sim.Singapore(),
 	}
 }
 
@@ -111,6 +114,9 @@ func (c Config) Validate() error {
 	}
 	if err := (spampede.RuleSet{Rules: []spampede.Rule{c.Rule}}).Validate(); err != nil {
 		errs = append(errs, err)
+	}
+	if c.CountRejectedEvery < 0 {
+		errs = append(errs, errors.New("count-rejected-every must not be negative"))
 	}
 	bc := booking.DefaultConfig()
 	bc.CountAt = c.CountAt

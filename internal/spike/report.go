@@ -13,25 +13,26 @@ type Report struct {
 
 // Settings echo what the drill ran with.
 type Settings struct {
-	Seed              uint64        `json:"seed"`
-	Duration          time.Duration `json:"duration_ns"`
-	StormStart        time.Duration `json:"storm_start_ns"`
-	StormEnd          time.Duration `json:"storm_end_ns"`
-	BaseRate          float64       `json:"base_rate"`
-	SpikeMultiplier   float64       `json:"spike_multiplier"`
-	Drivers           int           `json:"drivers"`
-	AllocationTimeout time.Duration `json:"allocation_timeout_ns"`
-	AllocCost         time.Duration `json:"alloc_cost_ns"`
-	AllocSlots        int           `json:"alloc_slots"`
-	Workers           int           `json:"workers"`
-	CountAt           string        `json:"count_at"`
-	CellBits          uint          `json:"cell_bits"`
-	BucketSeconds     int           `json:"bucket_seconds"`
-	Threshold         int           `json:"threshold"`
-	HoldDownSeconds   int           `json:"hold_down_seconds"`
-	Primaries         int           `json:"primaries"`
-	Replicas          int           `json:"replicas"`
-	Outage            *Window       `json:"outage,omitempty"`
+	Seed               uint64        `json:"seed"`
+	Duration           time.Duration `json:"duration_ns"`
+	StormStart         time.Duration `json:"storm_start_ns"`
+	StormEnd           time.Duration `json:"storm_end_ns"`
+	BaseRate           float64       `json:"base_rate"`
+	SpikeMultiplier    float64       `json:"spike_multiplier"`
+	Drivers            int           `json:"drivers"`
+	AllocationTimeout  time.Duration `json:"allocation_timeout_ns"`
+	AllocCost          time.Duration `json:"alloc_cost_ns"`
+	AllocSlots         int           `json:"alloc_slots"`
+	Workers            int           `json:"workers"`
+	CountAt            string        `json:"count_at"`
+	CountRejectedEvery int           `json:"count_rejected_every"`
+	CellBits           uint          `json:"cell_bits"`
+	BucketSeconds      int           `json:"bucket_seconds"`
+	Threshold          int           `json:"threshold"`
+	HoldDownSeconds    int           `json:"hold_down_seconds"`
+	Primaries          int           `json:"primaries"`
+	Replicas           int           `json:"replicas"`
+	Outage             *Window       `json:"outage,omitempty"`
 }
 
 // Window is a span of the run, in seconds since it began.

@@ -108,6 +108,7 @@ func startService(ctx context.Context, cfg Config, c *localcluster.Cluster, mode
 	acfg.Listen, acfg.AdminListen, acfg.DrainDelay = "127.0.0.1:0", "127.0.0.1:0", 0
 	acfg.SpampedeRulesFile = rulesFile
 	acfg.Booking.AllocationTimeout, acfg.Booking.Workers, acfg.Booking.CountAt = cfg.AllocationTimeout, cfg.Workers, cfg.CountAt
+	acfg.Spampede.CountRejectedEvery = cfg.CountRejectedEvery
 	if cfg.Cluster.Replicas == 0 {
 		acfg.BookingAcks = 0
 	}
@@ -200,7 +201,7 @@ func Drill(ctx context.Context, cfg Config, say Progress) (*Report, error) {
 func (c Config) settings() Settings {
 	s := Settings{Seed: c.Seed, Duration: c.Duration, StormStart: c.StormStart, StormEnd: c.StormEnd, BaseRate: c.BaseRate,
 		SpikeMultiplier: c.SpikeMultiplier, Drivers: c.Drivers, AllocationTimeout: c.AllocationTimeout, AllocCost: c.AllocCost,
-		AllocSlots: c.AllocSlots, Workers: c.Workers, CountAt: string(c.CountAt), CellBits: c.Rule.CellBits, BucketSeconds: c.Rule.BucketSeconds,
+		AllocSlots: c.AllocSlots, Workers: c.Workers, CountAt: string(c.CountAt), CountRejectedEvery: c.CountRejectedEvery, CellBits: c.Rule.CellBits, BucketSeconds: c.Rule.BucketSeconds,
 		Threshold: c.Rule.Threshold, HoldDownSeconds: c.Rule.HoldDownSeconds, Primaries: c.Cluster.Primaries, Replicas: c.Cluster.Replicas}
 	if c.Outage {
 		s.Outage = &Window{From: c.OutageAt.Seconds(), To: (c.OutageAt + c.OutageFor).Seconds()}
