@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/apollo-platform/apollo/internal/driver"
+	"github.com/apollo-platform/apollo/internal/geocell"
 )
 
 // Storm is a local demand spike: from Start to End after the run begins,
@@ -23,6 +24,9 @@ type Storm struct {
 
 // Inside reports whether l is within the storm's circle.
 func (s Storm) Inside(l driver.Location) bool { return DistanceM(s.Center, l) <= s.RadiusM }
+
+// DistanceM is the great-circle distance between two points.
+func DistanceM(a, b driver.Location) float64 { return geocell.DistanceM(a.Lat, a.Lng, b.Lat, b.Lng) }
 
 // Demand shapes the riders: BaseRate bookings per second spread uniformly
 // over the city for Duration, plus the storm if Storm.Multiplier > 0.
@@ -100,7 +104,9 @@ func exp(rng *rand.Rand, rate float64) float64 { return rng.ExpFloat64() / rate 
 
 func secs(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
 
-const metresPerDegree = 111_320
+// metresPerDegree is a degree of latitude on geocell's sphere, so that
+// Offset and DistanceM agree.
+const metresPerDegree = geocell.EarthRadiusM * math.Pi / 180
 
 // inCircle is a uniformly random point within r metres of c.
 func inCircle(rng *rand.Rand, c driver.Location, r float64) driver.Location {
@@ -115,11 +121,4 @@ func Offset(l driver.Location, dy, dx float64) driver.Location {
 		Lat: l.Lat + dy/metresPerDegree,
 		Lng: l.Lng + dx/(metresPerDegree*math.Cos(l.Lat*math.Pi/180)),
 	}
-}
-
-// DistanceM is the flat-earth distance between two nearby points.
-func DistanceM(a, b driver.Location) float64 {
-	dy := (b.Lat - a.Lat) * metresPerDegree
-	dx := (b.Lng - a.Lng) * metresPerDegree * math.Cos(a.Lat*math.Pi/180)
-	return math.Hypot(dx, dy)
 }

@@ -8,6 +8,9 @@ import (
 	"io"
 	"math"
 	"strings"
+
+	"github.com/apollo-platform/apollo/internal/driver"
+	"github.com/apollo-platform/apollo/internal/sim"
 )
 
 // WriteHTML writes the drill as one self-contained page, with no scripts
@@ -158,9 +161,8 @@ func unallocColor(n, most int) string {
 }
 
 const (
-	mapSide         = 560.0 // the longer side of the cell grid, px
-	mapPad          = 12.0
-	metresPerDegLat = 111320.0
+	mapSide = 560.0 // the longer side of the cell grid, px
+	mapPad  = 12.0
 )
 
 // cellProj is an equirectangular projection, north up: at a city's scale
@@ -193,9 +195,8 @@ func newCellProj(boxes []Box, h Hotspot) (cellProj, bool) {
 }
 
 func hotspotDegrees(h Hotspot) (dLat, dLng float64) {
-	dLat = h.RadiusM / metresPerDegLat
-	dLng = h.RadiusM / (metresPerDegLat * math.Cos(h.Lat*math.Pi/180))
-	return dLat, dLng
+	ne := sim.Offset(driver.Location{Lat: h.Lat, Lng: h.Lng}, h.RadiusM, h.RadiusM)
+	return ne.Lat - h.Lat, ne.Lng - h.Lng
 }
 
 func (p cellProj) x(lng float64) float64 { return mapPad + (lng-p.minLng)*p.cos*p.k }
