@@ -48,7 +48,7 @@ func (d *driving) result(cfg Config, p plan, start time.Time, redis *sampler) Ru
 				r.FirstTripAfter = after
 			}
 		}
-		d.addToCell(cells, cfg.Rule.CellBits, f)
+		addToCell(cells, cfg.Rule.CellBits, f)
 		for _, err := range []error{f.err, f.settleErr} {
 			if err != nil && len(r.Errors) < maxErrors && !seen[err.Error()] {
 				seen[err.Error()] = true
@@ -67,7 +67,7 @@ func (d *driving) result(cfg Config, p plan, start time.Time, redis *sampler) Ru
 	return r
 }
 
-func (d *driving) addToCell(cells map[string]*CellStat, bits uint, f *fate) {
+func addToCell(cells map[string]*CellStat, bits uint, f *fate) {
 	if !f.sent {
 		return
 	}

@@ -65,21 +65,22 @@ func (t *tally) add(f *fate) {
 
 func (t *tally) counts() Counts {
 	c := t.c
+	for _, d := range [][]time.Duration{t.lat, t.toAlloc, t.fail} {
+		slices.Sort(d) // each once, for all its quantiles
+	}
 	c.LatencyP50, c.LatencyP99 = ms(quantile(t.lat, 0.5)), ms(quantile(t.lat, 0.99))
 	c.AllocP50, c.AllocP99 = ms(quantile(t.toAlloc, 0.5)), ms(quantile(t.toAlloc, 0.99))
 	c.FailedP99 = ms(quantile(t.fail, 0.99))
 	return c
 }
 
-// quantile is the nearest-rank quantile; 0 for no samples.
-func quantile(d []time.Duration, q float64) time.Duration {
-	if len(d) == 0 {
+// quantile is the nearest-rank quantile of sorted samples; 0 for none.
+func quantile(sorted []time.Duration, q float64) time.Duration {
+	if len(sorted) == 0 {
 		return 0
 	}
-	s := slices.Clone(d)
-	slices.Sort(s)
-	i := int(q*float64(len(s))+0.5) - 1
-	return s[min(max(i, 0), len(s)-1)]
+	i := int(q*float64(len(sorted))+0.5) - 1
+	return sorted[min(max(i, 0), len(sorted)-1)]
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
