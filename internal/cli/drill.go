@@ -61,11 +61,7 @@ func runDrill(ctx context.Context, e env, args []string) error {
 	if cfg.Scenario == drill.FullOutage && cfg.Plan.HealAt == 0 {
 		cfg.Plan.HealAt = cfg.Plan.FaultAt + (cfg.Plan.Duration-cfg.Plan.FaultAt)/2
 	}
-	for _, a := range strings.Split(*redisAddrs, ",") {
-		if a = strings.TrimSpace(a); a != "" {
-			cfg.RedisAddrs = append(cfg.RedisAddrs, a)
-		}
-	}
+	cfg.RedisAddrs = splitList(*redisAddrs)
 	if len(cfg.RedisAddrs) > 0 && cfg.Scenario != drill.ReplicaHang {
 		return usageError{fmt.Errorf("scenario %s kills or stops Redis processes, so it runs only on the local clusters the drill starts itself; with --redis-addrs only replica-hang (CLIENT PAUSE) can run", cfg.Scenario)}
 	}

@@ -113,16 +113,6 @@ func parseLatLng(s string) (driver.Location, error) {
 	return driver.Location{Lat: la, Lng: ln}, driver.ValidateLocation(la, ln)
 }
 
-func splitList(s string) []string {
-	var out []string
-	for _, p := range strings.Split(s, ",") {
-		if p = strings.TrimSpace(p); p != "" {
-			out = append(out, p)
-		}
-	}
-	return out
-}
-
 func readSpikeReport(path string) (*spike.Report, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
