@@ -26,8 +26,10 @@ func (r *Router) pickRead(s *shard, n int, exclude []*node) (*node, Via, error) 
 	// even when it is too important to eject; a hopeless one (silent for
 	// longer) is never chosen: a request sent to it would only wait for its
 	// deadline, and failing fast is the better answer.
+	// Validate keeps FailFastAfter ≥ StallAfter, so a hopeless node is
+	// stalled too: usable need not ask both.
 	open := func(x *node) bool { return !slices.Contains(exclude, x) && !r.hopeless(x, now) }
-	usable := func(x *node) bool { return x.healthy() && open(x) && !r.stalled(x, now) }
+	usable := func(x *node) bool { return x.healthy() && !slices.Contains(exclude, x) && !r.stalled(x, now) }
 	switch r.policyAt(now) {
 	case Primary:
 		if usable(s.primary) {
