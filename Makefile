@@ -6,7 +6,7 @@ BIN     := bin/apollo
 # keeps timing-sensitive resilience tests honest on a 2-core machine.
 TESTFLAGS ?= -race -count=1 -p 1 -timeout 20m
 
-.PHONY: all build test demo redis fmt-check vet bench drill spike clean
+.PHONY: all build test demo redis fmt-check vet bench drill spike spike-rounds clean
 
 all: build
 
@@ -46,6 +46,11 @@ drill: redis build
 # A rainstorm over one district, with Spampede off, in shadow and on (about 10 minutes).
 spike: redis build
 	./$(BIN) spike --svg docs/spike-rainstorm.svg --html spike-report.html
+
+# Baseline and on only, three rounds, riders pooled: the 5 % comparison with
+# enough riders that this machine's other work does not decide it.
+spike-rounds: redis build
+	./$(BIN) spike --modes on --rounds 3 --repeat-baseline=false --no-filter-baseline=false --json spike-rounds.json
 
 # Apollo locally: a 3 × 2 Redis Cluster, the service, and a simulated fleet.
 demo: redis build

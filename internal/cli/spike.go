@@ -22,12 +22,16 @@ accepting or declining, driving trips; riders booking at a base rate) drives
 Apollo's real booking pipeline and driver API, in process, on a fresh local
 Redis Cluster per run. From --storm-start to --storm-end a rainstorm hits the
 hotspot: riders there book at --spike-multiplier × the city's base rate, and
-no driver starts inside it. The runs are a no-spike baseline (twice: the second shows how much identical
-runs differ on this machine), then each mode:
+no driver starts inside it. The runs are the no-spike city with the Spampede
+rule on (the baseline; twice: the second shows how much identical runs differ
+on this machine), the no-spike city without the rule (what the filter itself
+costs every booking), then each mode with the storm:
   off     no rule; every booking enters the pipeline
   shadow  the rule counts what it would reject, and admits
   on      the rule turns bookings away with 429 before any downstream call
-The report compares riders outside the hotspot with the baseline.
+The report compares riders outside the hotspot with the baseline of the same
+round; with --rounds N it also pools each kind of run over the N rounds and
+compares those riders with the pooled baselines.
 
 Allocation does the work of a dispatch engine: each attempt holds one of
 --alloc-slots for --alloc-cost (ETA and route calls), and workers retry every
@@ -50,6 +54,8 @@ func runSpike(ctx context.Context, e env, args []string) error {
 	fs.Float64Var(&cfg.RadiusM, "radius-m", cfg.RadiusM, "radius of the storm in metres")
 	modes := fs.String("modes", strings.Join(cfg.Modes, ","), "Spampede modes to compare after the baseline: off, shadow, on")
 	fs.BoolVar(&cfg.RepeatBaseline, "repeat-baseline", cfg.RepeatBaseline, "run the no-spike baseline twice, to show how much two identical runs differ on this machine")
+	fs.IntVar(&cfg.Rounds, "rounds", cfg.Rounds, "run everything this many times and also compare the rounds' riders pooled: a p99 of a few hundred riders moves with the machine's other work")
+	fs.BoolVar(&cfg.NoFilterBaseline, "no-filter-baseline", cfg.NoFilterBaseline, "also run the no-spike city without the Spampede rule, to show what the filter costs every booking")
 	fs.BoolVar(&cfg.Outage, "outage", false, "run the Redis-outage variant instead of the mode comparison")
 	fs.DurationVar(&cfg.OutageAt, "outage-at", cfg.OutageAt, "when every Redis node is paused (--outage)")
 	fs.DurationVar(&cfg.OutageFor, "outage-for", cfg.OutageFor, "how long Redis stays paused (--outage)")

@@ -18,7 +18,7 @@ import (
 // A short storm: 18 s at 20 × a 10/s city, 10 s buckets, on 3 × 1
 // clusters to spare the CPU of a two-core machine.
 var shortSpike = []string{"--duration", "30s", "--storm-start", "8s", "--storm-end", "26s", "--drivers", "800",
-	"--allocation-timeout", "4s", "--bucket-seconds", "10", "--hold-down-seconds", "2", "--replicas", "1", "--repeat-baseline=false"}
+	"--allocation-timeout", "4s", "--bucket-seconds", "10", "--hold-down-seconds", "2", "--replicas", "1", "--repeat-baseline=false", "--no-filter-baseline=false"}
 
 func runSpikeForTest(t *testing.T, args ...string) (*spike.Report, string) {
 	t.Helper()
@@ -81,6 +81,9 @@ func TestSpikeDrillShowsWhatSpampedeProtects(t *testing.T) {
 		if r.Outside.Requested != base.Outside.Requested {
 			t.Errorf("%s: %d riders outside, the baseline %d: runs must be comparable", r.Name, r.Outside.Requested, base.Outside.Requested)
 		}
+	}
+	if base.Mode != spike.ModeOn || base.Inside.Rejected+base.Outside.Rejected != 0 {
+		t.Errorf("the baseline runs the rule and, without a storm, turns no one away: mode %q, %d rejected", base.Mode, base.Inside.Rejected+base.Outside.Rejected)
 	}
 	if off.Inside.Requested != on.Inside.Requested || on.Inside.Requested < 10*max(base.Inside.Requested, 1) {
 		t.Errorf("storm riders: off %d, on %d, baseline %d", off.Inside.Requested, on.Inside.Requested, base.Inside.Requested)

@@ -35,6 +35,14 @@ type Config struct {
 	// RepeatBaseline runs the no-spike baseline twice: how far two
 	// identical runs differ is the noise floor of every comparison.
 	RepeatBaseline bool
+	// NoFilterBaseline also runs the no-spike city without the Spampede
+	// rule: what the filter costs every booking when nothing is tripped.
+	NoFilterBaseline bool
+	// Rounds runs all of it this many times, one round after another: a
+	// p99 of a few hundred riders moves with the machine's other work, and
+	// pooling the rounds' riders is what makes a 5 % comparison mean
+	// something.
+	Rounds int
 	// Outage runs one "on" run with every Redis node paused for OutageFor
 	// from OutageAt, instead of the mode comparison.
 	Outage              bool
@@ -81,7 +89,7 @@ func DefaultConfig() Config {
 	return Config{
 		Seed: 1, Duration: 120 * time.Second, StormStart: 20 * time.Second, StormEnd: 100 * time.Second,
 		BaseRate: 10, SpikeMultiplier: 20, Hotspot: DefaultHotspot(rule.CellBits), RadiusM: 800,
-		Modes: []string{ModeOff, ModeShadow, ModeOn}, RepeatBaseline: true,
+		Modes: []string{ModeOff, ModeShadow, ModeOn}, RepeatBaseline: true, NoFilterBaseline: true, Rounds: 1,
 		OutageAt: 50 * time.Second, OutageFor: 10 * time.Second,
 		Drivers: 2000, AllocationTimeout: 10 * time.Second, AllocCost: 5 * time.Millisecond, AllocSlots: 4, Workers: 4,
 		CountAt: booking.DefaultConfig().CountAt, CountRejectedEvery: spampede.DefaultConfig().CountRejectedEvery,
@@ -105,6 +113,12 @@ func (c Config) Validate() error {
 	}
 	if c.Outage && (c.OutageAt <= 0 || c.OutageFor <= 0 || c.OutageAt+c.OutageFor >= c.Duration) {
 		errs = append(errs, fmt.Errorf("the outage (%s from %s) must end within the run (%s)", c.OutageFor, c.OutageAt, c.Duration))
+	}
+	if c.Rounds < 1 || c.Rounds > 10 {
+		errs = append(errs, fmt.Errorf("rounds must be within [1, 10], got %d", c.Rounds))
+	}
+	if c.Outage && c.Rounds > 1 {
+		errs = append(errs, errors.New("rounds compare modes; the outage variant is a single run"))
 	}
 	if c.Drivers < 1 || c.Drivers > 100_000 {
 		errs = append(errs, fmt.Errorf("drivers must be within [1, 100000], got %d", c.Drivers))

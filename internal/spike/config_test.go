@@ -1,6 +1,7 @@
 package spike
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -29,6 +30,8 @@ func TestConfigValidate(t *testing.T) {
 		{"bad rule", func(c *Config) { c.Rule.Threshold = 0 }, "threshold"},
 		{"bad count moment", func(c *Config) { c.CountAt = "later" }, "count moment"},
 		{"zero rate", func(c *Config) { c.BaseRate = 0 }, "base rate"},
+		{"no rounds", func(c *Config) { c.Rounds = 0 }, "rounds"},
+		{"rounds of an outage", func(c *Config) { c.Outage, c.Rounds = true, 2 }, "single run"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -52,6 +55,46 @@ func TestRulesOfEachMode(t *testing.T) {
 	}
 	if rs := c.rules(ModeOn); len(rs.Rules) != 1 || rs.Rules[0].Shadow {
 		t.Errorf("on: %+v", rs)
+	}
+}
+
+func TestRunsOfADrill(t *testing.T) {
+	show := func(ps []plan) string {
+		var out []string
+		for _, p := range ps {
+			s := p.name + ":" + p.mode
+			if p.storm {
+				s += "+storm"
+			}
+			if p.outage {
+				s += "+outage"
+			}
+			out = append(out, s)
+		}
+		return strings.Join(out, " ")
+	}
+	for _, tc := range []struct {
+		name string
+		edit func(*Config)
+		want string
+	}{
+		{"defaults: baselines run the rule, one runs without it, then each mode with the storm", func(*Config) {},
+			"baseline:on baseline-repeat:on baseline-no-filter:off off:off+storm shadow:shadow+storm on:on+storm"},
+		{"no repeat, no filter-less baseline", func(c *Config) { c.RepeatBaseline, c.NoFilterBaseline, c.Modes = false, false, []string{ModeOn} },
+			"baseline:on on:on+storm"},
+		{"rounds repeat it all, named by round", func(c *Config) {
+			c.RepeatBaseline, c.NoFilterBaseline, c.Modes, c.Rounds = false, false, []string{ModeOn}, 3
+		},
+			"baseline:on on:on+storm baseline #2:on on #2:on+storm baseline #3:on on #3:on+storm"},
+		{"the outage variant is one run", func(c *Config) { c.Outage = true }, "outage:on+storm+outage"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := DefaultConfig()
+			tc.edit(&c)
+			if got := show(c.plans()); got != tc.want {
+				t.Errorf("runs %q, want %q", got, tc.want)
+			}
+		})
 	}
 }
 
@@ -95,18 +138,54 @@ func TestTallyCountsEveryFate(t *testing.T) {
 	}
 }
 
-func TestSummaryComparesWithTheBaseline(t *testing.T) {
-	runs := []Run{
-		{Name: "baseline", Outside: Counts{Requested: 100, Allocated: 100, LatencyP99: 10}},
-		{Name: "off", Outside: Counts{Requested: 100, Allocated: 90, LatencyP99: 30}},
-		{Name: "on", Outside: Counts{Requested: 100, Allocated: 99, LatencyP99: 10.4}},
+// riders are n outside riders, the first allocated of them got a driver;
+// slow of them took slowLat, the rest lat.
+func riders(n, allocated, slow int, lat, slowLat time.Duration) samples {
+	var t tally
+	for i := range n {
+		f := fate{sent: true, status: booking.Unallocated, latency: lat}
+		if i < allocated {
+			f.status = booking.Allocated
+		}
+		if i < slow {
+			f.latency = slowLat
+		}
+		t.add(&f)
 	}
-	s := summarize(runs)
-	if len(s) != 3 || s[1].Within5Pct || !s[2].Within5Pct || s[1].SuccessVsBase > -0.09 || s[1].P99VsBase < 1.9 {
+	return samples{storm: t, settled: t}
+}
+
+func TestSummaryComparesWithTheBaseline(t *testing.T) {
+	ms := time.Millisecond
+	runs := []Run{{Name: "baseline", Round: 1}, {Name: "off", Round: 1}, {Name: "on", Round: 1}}
+	smps := []samples{riders(100, 100, 0, 10*ms, 0), riders(100, 90, 100, 0, 30*ms), riders(100, 99, 100, 0, 10400*time.Microsecond)}
+	s := summarize(runs, smps)
+	if len(s) != 3 || s[1].Within5Pct || !s[2].Within5Pct || s[1].SuccessVsBase > -0.09 || s[1].P99VsBase < 1.9 || s[2].Rounds != 1 {
 		t.Errorf("summary %+v", s)
 	}
-	if summarize([]Run{{Name: "outage"}}) != nil {
+	if summarize([]Run{{Name: "outage", Round: 1}}, []samples{{}}) != nil {
 		t.Error("a run without a baseline was compared with itself")
+	}
+}
+
+func TestRoundsArePooled(t *testing.T) {
+	ms := time.Millisecond
+	runs := []Run{{Name: "baseline", Round: 1}, {Name: "on", Round: 1}, {Name: "baseline #2", Round: 2}, {Name: "on #2", Round: 2}}
+	// Round 1's on run has two slow riders: its p99 of 100 is one of them;
+	// pooled with round 2, the p99 of 200 is not.
+	smps := []samples{riders(100, 100, 0, 10*ms, 0), riders(100, 100, 2, 10*ms, 20*ms), riders(100, 100, 0, 11*ms, 0), riders(100, 100, 0, 10*ms, 0)}
+	s := summarize(runs, smps)
+	var got []string
+	for _, l := range s {
+		got = append(got, fmt.Sprintf("%s/%d: p99 %.1f %+.0f%%", l.Run, l.Rounds, l.OutsideP99, 100*l.P99VsBase))
+	}
+	want := []string{
+		"baseline/1: p99 10.0 +0%", "on/1: p99 20.0 +100%", // against round 1's baseline
+		"baseline #2/1: p99 11.0 +0%", "on #2/1: p99 10.0 -9%", // against round 2's
+		"baseline (2 rounds pooled)/2: p99 11.0 +0%", "on (2 rounds pooled)/2: p99 10.0 -9%",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("summary\n got %q\nwant %q", got, want)
 	}
 }
 

@@ -74,6 +74,7 @@ func htmlSettings(r *Report) [][2]string {
 	s := r.Settings
 	rows := [][2]string{
 		{"seed", fmt.Sprint(s.Seed)},
+		{"rounds", fmt.Sprint(max(s.Rounds, 1))},
 		{"duration", s.Duration.String()},
 		{"storm", fmt.Sprintf("%s–%s s, %g× the base rate in the hotspot", fmtSec(s.StormStart.Seconds()), fmtSec(s.StormEnd.Seconds()), s.SpikeMultiplier)},
 		{"base rate", fmt.Sprintf("%g bookings/s", s.BaseRate)},
@@ -100,7 +101,7 @@ func htmlSummary(r *Report) []htmlSummaryRow {
 		}
 		// Without a baseline (the outage variant) the summary compares the
 		// first run with itself, which says nothing.
-		if base == nil || l.Run == base.Name {
+		if base == nil || isBaselineLine(l) {
 			row.SuccessVs, row.P99Vs, row.SettledP99Vs = "—", "—", "—"
 		}
 		rows = append(rows, row)
@@ -327,7 +328,10 @@ svg{max-width:100%;height:auto}
 <h1>apollo spike</h1>
 <p>A rainstorm floods one hotspot, {{.Hotspot}}, with bookings no driver can take. Each run is a fresh
 cluster; the question is what that does to riders <em>outside</em> the hotspot with Spampede off, in
-shadow, and on, compared with a run without the storm.</p>
+shadow, and on, compared with the baseline: the same city without the storm, with the Spampede rule on
+(nothing trips, but it reads its counters for every booking, as in shadow and on). A
+<code>baseline-no-filter</code> run, if present, is that city without the rule: what the filter itself
+costs every booking.</p>
 <h2>Settings</h2>
 <table class="kv">{{range .Settings}}<tr><th>{{index . 0}}</th><td>{{index . 1}}</td></tr>{{end}}</table>
 <h2>Summary</h2>

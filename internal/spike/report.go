@@ -14,6 +14,7 @@ type Report struct {
 // Settings echo what the drill ran with.
 type Settings struct {
 	Seed               uint64        `json:"seed"`
+	Rounds             int           `json:"rounds"`
 	Duration           time.Duration `json:"duration_ns"`
 	StormStart         time.Duration `json:"storm_start_ns"`
 	StormEnd           time.Duration `json:"storm_end_ns"`
@@ -60,7 +61,8 @@ type Box struct {
 
 // Run is one mode on its own fresh cluster.
 type Run struct {
-	Name  string `json:"name"` // baseline, off, shadow, on, outage
+	Name  string `json:"name"` // baseline, off, shadow, on, outage; " #2" and on in later rounds
+	Round int    `json:"round"`
 	Mode  string `json:"mode"` // Spampede mode: off, shadow, on
 	Storm bool   `json:"storm"`
 	// StartUnixMs is when the run began: Spampede's buckets follow the
@@ -128,9 +130,12 @@ type CellStat struct {
 	Trips       int `json:"trips"` // drivers who started a trip from a pickup in the cell
 }
 
-// Line compares one run's outside-hotspot riders with the baseline's.
+// Line compares one run's outside-hotspot riders with its round's
+// baseline, or, over several rounds, every round's riders of one kind of
+// run pooled with every round's baseline riders pooled.
 type Line struct {
 	Run             string  `json:"run"`
+	Rounds          int     `json:"rounds"` // runs pooled in the line`
 	OutsideSuccess  float64 `json:"outside_success"`
 	SuccessVsBase   float64 `json:"success_vs_baseline"` // relative change, e.g. -0.12
 	OutsideP99      float64 `json:"outside_latency_p99_ms"`
@@ -144,4 +149,7 @@ type Line struct {
 	SettledP99           float64 `json:"settled_outside_latency_p99_ms"`
 	SettledP99VsBase     float64 `json:"settled_p99_vs_baseline"`
 	SettledWithin5Pct    bool    `json:"settled_within_5pct"`
+	// The mean over the pooled runs; FirstTripAfter negative: no trip.
+	FirstTripAfter time.Duration `json:"first_trip_after_ns"`
+	RedisCmds      int64         `json:"redis_cmds"`
 }

@@ -11,13 +11,13 @@ import (
 const maxErrors = 10
 
 // result tallies the run per second, over the storm window, and per cell.
-func (d *driving) result(cfg Config, p plan, start time.Time, redis *sampler) Run {
+func (d *driving) result(cfg Config, p plan, start time.Time, redis *sampler) (Run, samples) {
 	seconds := int(cfg.Duration.Seconds())
 	in, out := make([]tally, seconds), make([]tally, seconds)
 	var stormIn, stormOut, settledOut tally
 	// Settled: after the storm's first allocation timeout, plus a scan.
 	settledFrom := cfg.StormStart + cfg.AllocationTimeout + 2*time.Second
-	r := Run{Name: p.name, Mode: p.mode, Storm: p.storm, FirstTripAfter: -1, StartUnixMs: start.UnixMilli()}
+	r := Run{Name: p.name, Round: p.round, Mode: p.mode, Storm: p.storm, FirstTripAfter: -1, StartUnixMs: start.UnixMilli()}
 	near := cellsNear(cfg.Hotspot, gridReachM, cfg.Rule.CellBits)
 	cells := map[string]*CellStat{}
 	for _, c := range near {
@@ -64,7 +64,7 @@ func (d *driving) result(cfg Config, p plan, start time.Time, redis *sampler) Ru
 	for _, c := range near {
 		r.Grid = append(r.Grid, *cells[c.String()])
 	}
-	return r
+	return r, samples{storm: stormOut, settled: settledOut}
 }
 
 func addToCell(cells map[string]*CellStat, bits uint, f *fate) {
@@ -91,35 +91,4 @@ func addToCell(cells map[string]*CellStat, bits uint, f *fate) {
 	if !f.tripAt.IsZero() {
 		cs.Trips++
 	}
-}
-
-// summarize compares each run's outside-hotspot riders with the baseline;
-// nothing without one (the outage variant).
-func summarize(runs []Run) []Line {
-	base := runs[0]
-	if base.Name != "baseline" {
-		return nil
-	}
-	var out []Line
-	for _, r := range runs {
-		l := Line{Run: r.Name, OutsideSuccess: r.Outside.Success(), OutsideP99: r.Outside.LatencyP99,
-			OutsideAllocP99: r.Outside.AllocP99, InsideRejected: r.Inside.Rejected, InsideWould: r.Inside.WouldReject}
-		l.SuccessVsBase = rel(l.OutsideSuccess, base.Outside.Success())
-		l.P99VsBase = rel(l.OutsideP99, base.Outside.LatencyP99)
-		l.Within5Pct = l.SuccessVsBase >= -0.05 && l.P99VsBase <= 0.05
-		l.SettledSuccessVsBase = rel(r.OutsideSettled.Success(), base.OutsideSettled.Success())
-		l.SettledP99 = r.OutsideSettled.LatencyP99
-		l.SettledP99VsBase = rel(l.SettledP99, base.OutsideSettled.LatencyP99)
-		l.SettledWithin5Pct = r.OutsideSettled.Requested > 0 && l.SettledSuccessVsBase >= -0.05 && l.SettledP99VsBase <= 0.05
-		out = append(out, l)
-	}
-	return out
-}
-
-// rel is the relative change from base to v; 0 when base is 0.
-func rel(v, base float64) float64 {
-	if base == 0 {
-		return 0
-	}
-	return v/base - 1
 }

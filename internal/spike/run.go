@@ -22,35 +22,36 @@ type Progress func(format string, args ...any)
 // plan is one run of the drill.
 type plan struct {
 	name, mode string
+	round      int // from 1
 	storm      bool
 	outage     bool
 }
 
 // runOne starts a fresh cluster and the service, drives the city through
 // it, and tallies what became of every rider.
-func runOne(ctx context.Context, cfg Config, p plan, say Progress) (Run, error) {
+func runOne(ctx context.Context, cfg Config, p plan, say Progress) (Run, samples, error) {
 	arrivals, err := sim.Arrivals(cfg.demand(p.storm))
 	if err != nil {
-		return Run{}, err
+		return Run{}, samples{}, err
 	}
 	say("%s: starting a %d × %d cluster", p.name, cfg.Cluster.Primaries, cfg.Cluster.Replicas)
 	c, err := localcluster.Start(ctx, cfg.Cluster)
 	if err != nil {
-		return Run{}, err
+		return Run{}, samples{}, err
 	}
 	defer c.Close()
 	svc, err := startService(ctx, cfg, c, p.mode)
 	if err != nil {
-		return Run{}, err
+		return Run{}, samples{}, err
 	}
 	defer svc.stop()
 	d, err := newDriving(cfg, svc, arrivals)
 	if err != nil {
-		return Run{}, err
+		return Run{}, samples{}, err
 	}
 	say("%s: bringing %d drivers on line", p.name, cfg.Drivers)
 	if err := d.fleet.Seed(ctx, time.Now, nil); err != nil {
-		return Run{}, err
+		return Run{}, samples{}, err
 	}
 	runCtx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
@@ -75,9 +76,10 @@ func runOne(ctx context.Context, cfg Config, p plan, say Progress) (Run, error) 
 	cancel()
 	wg.Wait()
 	if err != nil {
-		return Run{}, err
+		return Run{}, samples{}, err
 	}
-	return d.result(cfg, p, start, redis), nil
+	run, smp := d.result(cfg, p, start, redis)
+	return run, smp, nil
 }
 
 // service is Apollo running in this process.
@@ -167,33 +169,53 @@ func Drill(ctx context.Context, cfg Config, say Progress) (*Report, error) {
 	if say == nil {
 		say = func(string, ...any) {}
 	}
-	plans := []plan{{name: "baseline", mode: ModeOff}}
-	if cfg.RepeatBaseline {
-		plans = append(plans, plan{name: "baseline-repeat", mode: ModeOff})
-	}
-	for _, m := range cfg.Modes {
-		plans = append(plans, plan{name: m, mode: m, storm: true})
-	}
-	if cfg.Outage {
-		plans = []plan{{name: "outage", mode: ModeOn, storm: true, outage: true}}
-	}
+	plans := cfg.plans()
 	rep := &Report{Settings: cfg.settings(), Hotspot: Hotspot{Lat: cfg.Hotspot.Lat, Lng: cfg.Hotspot.Lng, RadiusM: cfg.RadiusM,
 		Cells: hotspotCells(cfg.Hotspot, cfg.RadiusM, cfg.Rule.CellBits)}}
+	var smps []samples
 	for _, p := range plans {
-		r, err := runOne(ctx, cfg, p, say)
+		r, smp, err := runOne(ctx, cfg, p, say)
 		if err != nil {
 			return rep, fmt.Errorf("%s run: %w", p.name, err)
 		}
-		rep.Runs = append(rep.Runs, r)
+		rep.Runs, smps = append(rep.Runs, r), append(smps, smp)
 		say("%s: outside the hotspot %.1f%% got a driver, booking p99 %.1f ms; inside %d requested, %d rejected",
 			p.name, 100*r.Outside.Success(), r.Outside.LatencyP99, r.Inside.Requested, r.Inside.Rejected)
 	}
-	rep.Summary = summarize(rep.Runs)
+	rep.Summary = summarize(rep.Runs, smps)
 	return rep, nil
 }
 
+// plans are the runs of the drill, in order. The no-spike baseline runs
+// the rule that shadow and on run: with nothing tripped, the filter still
+// reads its counters for every booking, and that cost is the filter's, not
+// the storm's. The baseline without the rule shows what it is. Runs of a
+// later round are named with " #<round>".
+func (c Config) plans() []plan {
+	if c.Outage {
+		return []plan{{name: "outage", mode: ModeOn, round: 1, storm: true, outage: true}}
+	}
+	var plans []plan
+	for round := 1; round <= c.Rounds; round++ {
+		add := func(name, mode string, storm bool) {
+			plans = append(plans, plan{name: roundName(name, round), mode: mode, round: round, storm: storm})
+		}
+		add(baselineName, ModeOn, false)
+		if c.RepeatBaseline {
+			add("baseline-repeat", ModeOn, false)
+		}
+		if c.NoFilterBaseline {
+			add("baseline-no-filter", ModeOff, false)
+		}
+		for _, m := range c.Modes {
+			add(m, m, true)
+		}
+	}
+	return plans
+}
+
 func (c Config) settings() Settings {
-	s := Settings{Seed: c.Seed, Duration: c.Duration, StormStart: c.StormStart, StormEnd: c.StormEnd, BaseRate: c.BaseRate,
+	s := Settings{Seed: c.Seed, Rounds: c.Rounds, Duration: c.Duration, StormStart: c.StormStart, StormEnd: c.StormEnd, BaseRate: c.BaseRate,
 		SpikeMultiplier: c.SpikeMultiplier, Drivers: c.Drivers, AllocationTimeout: c.AllocationTimeout, AllocCost: c.AllocCost,
 		AllocSlots: c.AllocSlots, Workers: c.Workers, CountAt: string(c.CountAt), CountRejectedEvery: c.CountRejectedEvery, CellBits: c.Rule.CellBits, BucketSeconds: c.Rule.BucketSeconds,
 		Threshold: c.Rule.Threshold, HoldDownSeconds: c.Rule.HoldDownSeconds, Primaries: c.Cluster.Primaries, Replicas: c.Cluster.Replicas}

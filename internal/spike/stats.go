@@ -63,6 +63,22 @@ func (t *tally) add(f *fate) {
 	}
 }
 
+// merge adds o's riders to t.
+func (t *tally) merge(o tally) {
+	t.c.Requested += o.c.Requested
+	t.c.Admitted += o.c.Admitted
+	t.c.Rejected += o.c.Rejected
+	t.c.WouldReject += o.c.WouldReject
+	t.c.FailOpen += o.c.FailOpen
+	t.c.Failed += o.c.Failed
+	t.c.Allocated += o.c.Allocated
+	t.c.Unallocated += o.c.Unallocated
+	t.c.Pending += o.c.Pending
+	t.lat = append(t.lat, o.lat...)
+	t.toAlloc = append(t.toAlloc, o.toAlloc...)
+	t.fail = append(t.fail, o.fail...)
+}
+
 func (t *tally) counts() Counts {
 	c := t.c
 	for _, d := range [][]time.Duration{t.lat, t.toAlloc, t.fail} {

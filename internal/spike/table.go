@@ -29,13 +29,13 @@ func WriteTable(w io.Writer, r *Report) error {
 	fmt.Fprintln(w, "(settled: once the storm's first allocation timeout has passed):")
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "run\tsuccess\tvs baseline\tbooking p99 ms\tvs baseline\twithin 5%\tsettled: p99 ms\tvs baseline\twithin 5%\tfirst trip in the storm\tRedis cmds\t")
-	for i, l := range r.Summary {
+	for _, l := range r.Summary {
 		first := "none"
-		if ft := r.Runs[i].FirstTripAfter; ft >= 0 {
+		if ft := l.FirstTripAfter; ft >= 0 {
 			first = fmt.Sprintf("%.1fs", ft.Seconds())
 		}
 		fmt.Fprintf(tw, "%s\t%.2f%%\t%+.1f%%\t%.1f\t%+.1f%%\t%v\t%.1f\t%+.1f%%\t%v\t%s\t%d\t\n", l.Run, 100*l.OutsideSuccess, 100*l.SuccessVsBase,
-			l.OutsideP99, 100*l.P99VsBase, yesNo(l.Within5Pct), l.SettledP99, 100*l.SettledP99VsBase, yesNo(l.SettledWithin5Pct), first, r.Runs[i].RedisCmds)
+			l.OutsideP99, 100*l.P99VsBase, yesNo(l.Within5Pct), l.SettledP99, 100*l.SettledP99VsBase, yesNo(l.SettledWithin5Pct), first, l.RedisCmds)
 	}
 	return tw.Flush()
 }
