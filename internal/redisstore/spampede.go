@@ -21,11 +21,11 @@ func spampedeKey(k spampede.Key, bucket int64) string {
 // spampedeRulesKey holds the rule set as JSON, shared by every instance.
 const spampedeRulesKey = "apollo:spm:rules"
 
-// incrScript counts one unallocated booking and makes sure the counter
-// expires: EXPIRE ... NX sets the TTL on the first increment and repairs a
-// key that somehow has none, in the same atomic step.
+// incrScript counts ARGV[2] unallocated bookings and makes sure the
+// counter expires: EXPIRE ... NX sets the TTL on the first increment and
+// repairs a key that somehow has none, in the same atomic step.
 const incrScript = `
-local n = redis.call('INCR', KEYS[1])
+local n = redis.call('INCRBY', KEYS[1], ARGV[2])
 redis.call('EXPIRE', KEYS[1], ARGV[1], 'NX')
 return n
 `
@@ -61,12 +61,12 @@ func toInt(v any) int64 {
 	return n
 }
 
-// Record increments every key's bucket in one pipeline, one script per key.
-func (s *SpampedeCounters) Record(ctx context.Context, keys []spampede.Key, bucket int64, ttl time.Duration) error {
+// Record adds n to every key's bucket in one pipeline, one script per key.
+func (s *SpampedeCounters) Record(ctx context.Context, keys []spampede.Key, bucket, n int64, ttl time.Duration) error {
 	secs := max(int64(ttl/time.Second), 1)
 	cmds := make([]redisroute.Cmd, len(keys))
 	for i, k := range keys {
-		cmds[i] = s.incr.cmd(spampedeKey(k, bucket), secs)
+		cmds[i] = s.incr.cmd(spampedeKey(k, bucket), secs, n)
 	}
 	var errs []error
 	for _, r := range s.incr.exec(ctx, s.r, cmds) {

@@ -23,7 +23,9 @@ func (n naiveStore) Counts(ctx context.Context, k spampede.Key, bucket int64) (i
 	return 0, 0, res.Err
 }
 
-func (naiveStore) Record(context.Context, []spampede.Key, int64, time.Duration) error { return nil }
+func (naiveStore) Record(context.Context, []spampede.Key, int64, int64, time.Duration) error {
+	return nil
+}
 
 // BenchmarkSpampedeAdmission prints what one admission decision costs, with
 // its p99: the Redis-backed filter on an open cell (one MGET), on a tripped

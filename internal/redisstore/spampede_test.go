@@ -75,6 +75,14 @@ func TestSpampedeCountersCountExactlyAndAlwaysExpire(t *testing.T) {
 	if d := f.Admit(context.Background(), "car", 1.30, 103.80, now); d.Outcome != spampede.Rejected || d.Count != 1000 {
 		t.Errorf("Admit = %s with count %.0f, want rejected at the threshold of 1000", d.Outcome, d.Count)
 	}
+	// Rejections counted over a second are written as one increment.
+	if err := store.Record(context.Background(), []spampede.Key{key}, geocell.Bucket(now, size), 7, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	name := fmt.Sprintf("apollo:spm:{car:%s}:%d", cell, geocell.Bucket(now, size))
+	if res := r.Do(context.Background(), redisroute.Cmd{Args: []any{"GET", name}, Key: name, Fresh: true}); res.Err != nil || res.Val != "1007" {
+		t.Errorf("after adding 7: GET %s = %v, %v; want 1007", name, res.Val, res.Err)
+	}
 }
 
 func TestSpampedeRulesRoundTrip(t *testing.T) {

@@ -25,8 +25,8 @@ func (k Key) String() string { return k.Service + ":" + k.Cell.String() }
 type Store interface {
 	// Counts returns key's counts in bucket and in bucket-1.
 	Counts(ctx context.Context, key Key, bucket int64) (cur, prev int64, err error)
-	// Record adds one to every key's count in bucket; each key expires ttl later.
-	Record(ctx context.Context, keys []Key, bucket int64, ttl time.Duration) error
+	// Record adds n to every key's count in bucket; each key expires ttl later.
+	Record(ctx context.Context, keys []Key, bucket, n int64, ttl time.Duration) error
 }
 
 // Config tunes the filter's behaviour around its store.
@@ -47,9 +47,15 @@ type Config struct {
 	// storm lasts. With it a cell stays tripped while the demand it turns
 	// away, divided by n, would alone reach the threshold; a calmer cell
 	// reopens as before. The price: a cell whose storm goes on stays
-	// closed even if drivers arrive.
+	// closed even if drivers arrive. The counted rejections of a cell are
+	// written at most once per countWriteEvery, added up.
 	CountRejectedEvery int
 }
+
+// countWriteEvery is how often a tripped cell writes the rejections it
+// counted: one write per cell per second, whatever the storm's rate, instead
+// of one per n rejections; the count is the same, a second later at most.
+const countWriteEvery = time.Second
 
 // DefaultConfig returns the defaults.
 func DefaultConfig() Config {
@@ -74,7 +80,9 @@ type tripped struct {
 	rule     string
 	shadow   bool
 	count    float64
-	rejected int // turned away since it tripped, for CountRejectedEvery
+	rejected int       // turned away since it tripped, for CountRejectedEvery
+	owed     int64     // rejections counted as misses and not yet written
+	written  time.Time // when owed misses were last written
 }
 
 // Filter decides admissions. It is safe for concurrent use.
@@ -129,13 +137,16 @@ func (f *Filter) Admit(ctx context.Context, service string, lat, lng float64, no
 	}
 	key := Key{Service: service, Cell: cell}
 	d := Decision{Rule: rule.Name, Cell: cell}
-	if t, ok := f.cached(key, now); ok {
+	t, ok := f.cached(key, now)
+	if t.write > 0 {
+		// Before the counts are read again, when the cell has just reopened.
+		f.countRejected(ctx, rule, service, lat, lng, now, t.write)
+	}
+	if ok {
 		d.Count, d.RetryAfter = t.count, retryAfter(t.until, now)
 		d.Outcome = RejectedCached
 		if t.shadow {
 			d.Outcome = ShadowRejected
-		} else if t.countThis {
-			f.countRejected(ctx, rule, service, lat, lng, now)
 		}
 		return f.decide(d)
 	}
@@ -182,35 +193,45 @@ func retryAfter(until, now time.Time) time.Duration {
 // hit is a cached trip as one admission sees it.
 type hit struct {
 	tripped
-	countThis bool // this rejection is the n-th: count it as a miss
+	write int64 // rejections counted as misses that this admission writes
 }
 
+// cached looks k up among the tripped cells and, if it is there, counts
+// this admission as turned away. The admission that finds the cell's
+// counted rejections a countWriteEvery old, or finds the cell reopened,
+// takes them to write.
 func (f *Filter) cached(k Key, now time.Time) (hit, bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	t, ok := f.cells[k]
 	if ok && !now.Before(t.until) {
 		delete(f.cells, k)
-		return hit{tripped: t}, false
+		return hit{tripped: t, write: t.owed}, false
 	}
 	if !ok {
 		return hit{}, false
 	}
 	t.rejected++
+	if n := f.cfg.CountRejectedEvery; n > 0 && !t.shadow && t.rejected%n == 0 {
+		t.owed++
+	}
+	h := hit{tripped: t}
+	if t.owed > 0 && now.Sub(t.written) >= countWriteEvery {
+		h.write, t.owed, t.written = t.owed, 0, now
+	}
 	f.cells[k] = t
-	n := f.cfg.CountRejectedEvery
-	return hit{tripped: t, countThis: n > 0 && t.rejected%n == 0}, true
+	return h, true
 }
 
-// countRejected records a turned-away booking as a miss, within the
+// countRejected records n turned-away bookings as misses, within the
 // admission's deadline; a failure costs only a slightly lower count.
-func (f *Filter) countRejected(ctx context.Context, rule Rule, service string, lat, lng float64, now time.Time) {
+func (f *Filter) countRejected(ctx context.Context, rule Rule, service string, lat, lng float64, now time.Time, n int64) {
 	if !f.breaker.allow(now) {
 		return
 	}
 	cctx, cancel := context.WithTimeout(ctx, f.cfg.StoreTimeout)
 	defer cancel()
-	err := f.record(cctx, rule, service, lat, lng, now)
+	err := f.record(cctx, rule, service, lat, lng, now, n)
 	f.breaker.record(now, err == nil)
 }
 
@@ -236,15 +257,15 @@ func (f *Filter) RecordUnallocated(ctx context.Context, service string, lat, lng
 	if !ok {
 		return nil
 	}
-	if err := f.record(ctx, rule, service, lat, lng, now); err != nil {
+	if err := f.record(ctx, rule, service, lat, lng, now, 1); err != nil {
 		f.obs.RecordFailed()
 		return fmt.Errorf("spampede: record unallocated booking: %w", err)
 	}
 	return nil
 }
 
-// record adds one miss to the 3 × 3 block around the pickup's cell.
-func (f *Filter) record(ctx context.Context, rule Rule, service string, lat, lng float64, now time.Time) error {
+// record adds n misses to the 3 × 3 block around the pickup's cell.
+func (f *Filter) record(ctx context.Context, rule Rule, service string, lat, lng float64, now time.Time, n int64) error {
 	cell, err := geocell.Of(lat, lng, rule.CellBits)
 	if err != nil {
 		return err
@@ -257,7 +278,7 @@ func (f *Filter) record(ctx context.Context, rule Rule, service string, lat, lng
 	// A bucket is read as "previous" during the next one: keep it two
 	// bucket-lengths, plus slack for clock skew between instances.
 	ttl := 2*size.Duration() + 10*time.Second
-	return f.store.Record(ctx, keys, geocell.Bucket(now, size), ttl)
+	return f.store.Record(ctx, keys, geocell.Bucket(now, size), n, ttl)
 }
 
 // CellState is a tripped cell, for the admin API.

@@ -19,6 +19,7 @@ type memStore struct {
 	err    error
 	delay  time.Duration
 	reads  int
+	writes []int64 // n of each Record
 }
 
 func newMemStore() *memStore { return &memStore{counts: map[string]int64{}} }
@@ -39,15 +40,16 @@ func (m *memStore) Counts(ctx context.Context, k Key, b int64) (int64, int64, er
 	return cur, prev, err
 }
 
-func (m *memStore) Record(_ context.Context, keys []Key, b int64, _ time.Duration) error {
+func (m *memStore) Record(_ context.Context, keys []Key, b, n int64, _ time.Duration) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.err != nil {
 		return m.err
 	}
 	for _, k := range keys {
-		m.counts[fmt.Sprint(k, b)]++
+		m.counts[fmt.Sprint(k, b)] += n
 	}
+	m.writes = append(m.writes, n)
 	return nil
 }
 
@@ -297,21 +299,47 @@ func TestTurnedAwayBookingsKeepAStormyCellTripped(t *testing.T) {
 				t.Fatalf("first admission %s, want rejected", d.Outcome)
 			}
 			for i := 0; i < tt.turnedAway; i++ {
-				if d := f.Admit(ctx, "car", home.lat, home.lng, t0.Add(2*time.Second)); d.Outcome != RejectedCached {
+				at := t0.Add(2*time.Second + time.Duration(i)*70*time.Millisecond)
+				if d := f.Admit(ctx, "car", home.lat, home.lng, at); d.Outcome != RejectedCached {
 					t.Fatalf("admission %d during the hold-down: %s", i, d.Outcome)
 				}
 			}
-			cell, _ := geocell.Of(home.lat, home.lng, 30)
-			cur, _, _ := store.Counts(ctx, Key{Service: "car", Cell: cell}, geocell.Bucket(t0, mustBucket(t, 60)))
-			if got := cur - 5; got != tt.wantCounted {
-				t.Errorf("counted %d turned-away bookings, want %d", got, tt.wantCounted)
-			}
 			// 90 s in, bucket 0 weighs 1/2: the original 5 misses alone
-			// give 2.5 < 5; with the 10 counted rejections, 7.5.
+			// give 2.5 < 5; with the 10 counted rejections, at least 7.5
+			// (those not yet written are written as the cell reopens).
 			if d := f.Admit(ctx, "car", home.lat, home.lng, t0.Add(90*time.Second)); d.Outcome != tt.wantAfter {
 				t.Errorf("after the hold-down: %s (count %.1f), want %s", d.Outcome, d.Count, tt.wantAfter)
 			}
+			cell, _ := geocell.Of(home.lat, home.lng, 30)
+			cur, prev, _ := store.Counts(ctx, Key{Service: "car", Cell: cell}, geocell.Bucket(t0.Add(90*time.Second), mustBucket(t, 60)))
+			if got := cur + prev - 5; got != tt.wantCounted {
+				t.Errorf("counted %d turned-away bookings, want %d", got, tt.wantCounted)
+			}
 		})
+	}
+}
+
+// However fast a tripped cell turns bookings away, it writes what it
+// counted at most once a second: a storm's rate does not become Redis's.
+func TestCountedRejectionsAreWrittenOnceASecond(t *testing.T) {
+	ctx := context.Background()
+	store := newMemStore()
+	f, err := New(DefaultConfig(), store, testRules(nil), nil) // every 10th counts
+	if err != nil {
+		t.Fatal(err)
+	}
+	record(t, f, 5, home.lat, home.lng, t0)
+	if d := f.Admit(ctx, "car", home.lat, home.lng, t0.Add(time.Second)); d.Outcome != Rejected {
+		t.Fatalf("first admission %s, want rejected", d.Outcome)
+	}
+	store.writes = nil
+	for i := range 1000 { // 1,000 in the next second: 100 counted
+		f.Admit(ctx, "car", home.lat, home.lng, t0.Add(time.Second+time.Duration(i)*time.Millisecond))
+	}
+	f.Admit(ctx, "car", home.lat, home.lng, t0.Add(2200*time.Millisecond))
+	// The first counted one at once; the 99 counted since, a second later.
+	if fmt.Sprint(store.writes) != "[1 99]" {
+		t.Errorf("writes of counted rejections %v, want [1 99]", store.writes)
 	}
 }
 
