@@ -61,19 +61,18 @@ func summarize(runs []Run, smps []samples) []Line {
 		b := base[r.Round]
 		out = append(out, compare(r.Name, []Run{r}, smps[i:i+1], smps[b:b+1]))
 	}
-	rounds := len(byKind[baselineName])
-	if rounds < 2 {
+	if len(byKind[baselineName]) < 2 {
 		return out
+	}
+	var bs []samples // every round's baseline
+	for _, i := range byKind[baselineName] {
+		bs = append(bs, smps[i])
 	}
 	for _, k := range kinds {
 		idx := byKind[k]
 		rs, ss := make([]Run, len(idx)), make([]samples, len(idx))
 		for j, i := range idx {
 			rs[j], ss[j] = runs[i], smps[i]
-		}
-		var bs []samples
-		for _, i := range byKind[baselineName] {
-			bs = append(bs, smps[i])
 		}
 		out = append(out, compare(fmt.Sprintf("%s (%d rounds pooled)", k, len(idx)), rs, ss, bs))
 	}
