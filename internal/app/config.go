@@ -78,6 +78,8 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.IntVar(&c.Spampede.CountRejectedEvery, "spampede-count-rejected-every", c.Spampede.CountRejectedEvery, "count every n-th booking a tripped cell turns away as a miss, so a storm that goes on keeps it tripped (0: never)")
 	fs.StringVar((*string)(&c.Booking.CountAt), "spampede-count-at", string(c.Booking.CountAt), "when Spampede counts a booking without a driver: first-miss (its first attempt found none) or deadline (it gave up)")
 	fs.DurationVar(&c.Booking.AllocationTimeout, "allocation-timeout", c.Booking.AllocationTimeout, "a booking with no driver after this is unallocated")
+	fs.DurationVar(&c.Booking.RetryMin, "retry-min", c.Booking.RetryMin, "a booking that found no driver is tried again after this; each further miss doubles the wait")
+	fs.DurationVar(&c.Booking.RetryMax, "retry-max", c.Booking.RetryMax, "the longest wait between two attempts to find a booking a driver")
 	fs.DurationVar(&c.Dispatch.ReservationTTL, "reservation-ttl", c.Dispatch.ReservationTTL, "how long a reserved driver has to accept")
 	fs.Float64Var(&c.Dispatch.RadiusM, "dispatch-radius-m", c.Dispatch.RadiusM, "how far from the pickup drivers are searched")
 	fs.IntVar(&c.BookingAcks, "booking-acks", c.BookingAcks, "replicas that must acknowledge a new booking before it is reported created")

@@ -51,6 +51,10 @@ type Config struct {
 	// ScanEvery is how often open bookings are picked up again: retried,
 	// expired, or resumed after a restart.
 	ScanEvery time.Duration
+	// RetryMin is how long a booking that found no driver waits before
+	// it is tried again; each further miss doubles the wait, up to
+	// RetryMax (each wait spread ±25 % by booking).
+	RetryMin, RetryMax time.Duration
 	// Workers allocate in the background; Queue bounds their backlog.
 	Workers, Queue int
 	// CountAt is when Spampede hears of a booking without a driver.
@@ -73,13 +77,17 @@ const (
 
 // DefaultConfig returns the defaults.
 func DefaultConfig() Config {
-	return Config{AllocationTimeout: 30 * time.Second, ScanEvery: time.Second, Workers: 4, Queue: 1024, CountAt: CountFirstMiss}
+	return Config{AllocationTimeout: 30 * time.Second, ScanEvery: time.Second, RetryMin: time.Second, RetryMax: 4 * time.Second,
+		Workers: 4, Queue: 1024, CountAt: CountFirstMiss}
 }
 
 // Validate reports an unusable config.
 func (c Config) Validate() error {
 	if c.AllocationTimeout <= 0 || c.ScanEvery <= 0 || c.Workers < 1 || c.Queue < 1 {
 		return errors.New("booking: allocation timeout, scan interval, workers and queue must be positive")
+	}
+	if c.RetryMin <= 0 || c.RetryMax < c.RetryMin {
+		return fmt.Errorf("booking: retry gaps must be positive with max ≥ min, got min %s max %s", c.RetryMin, c.RetryMax)
 	}
 	if c.CountAt != CountFirstMiss && c.CountAt != CountDeadline {
 		return fmt.Errorf("booking: spampede count moment must be %s or %s, got %q", CountFirstMiss, CountDeadline, c.CountAt)
@@ -97,6 +105,7 @@ type Service struct {
 	driver Drivers
 	log    *slog.Logger
 	now    func() time.Time
+	retry  *retries
 
 	queue chan string
 	stop  chan struct{}
@@ -112,7 +121,7 @@ func NewService(cfg Config, a Admitter, al Allocator, s Store, d Drivers, now fu
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Service{cfg: cfg, admit: a, alloc: al, store: s, driver: d, log: log, now: now,
+	return &Service{cfg: cfg, admit: a, alloc: al, store: s, driver: d, log: log, now: now, retry: newRetries(cfg.RetryMin, cfg.RetryMax),
 		queue: make(chan string, cfg.Queue), stop: make(chan struct{})}, nil
 }
 
@@ -132,8 +141,8 @@ func ID(riderID, idemKey string) string {
 // idempotency key returns the stored booking; Spampede may turn it away
 // (HighDemandError) before anything is stored or any driver looked at;
 // otherwise the booking is stored as searching and one allocation is tried
-// at once; if it finds no driver, the workers keep trying until the
-// allocation timeout.
+// at once; if it finds no driver, the workers try again, less and less
+// often, until the allocation timeout.
 func (s *Service) Create(ctx context.Context, req Request) (Booking, error) {
 	if err := req.Validate(); err != nil {
 		return Booking{}, err
@@ -167,7 +176,7 @@ func (s *Service) Create(ctx context.Context, req Request) (Booking, error) {
 			s.log.Warn("spampede: count a booking without a driver", "booking", stored.ID, "err", err)
 		}
 	}
-	s.enqueue(stored.ID)
+	s.retry.missed(stored.ID, s.now(), stored.Deadline)
 	return stored, nil
 }
 
@@ -242,6 +251,7 @@ func (s *Service) Cancel(ctx context.Context, id string) (Booking, error) {
 	if err := s.store.Update(ctx, b, next); err != nil {
 		return b, err
 	}
+	s.retry.forget(id)
 	if b.DriverID != "" {
 		if err := s.driver.Release(ctx, b.DriverID, b.ID, false, now); err != nil {
 			s.log.Warn("release driver of a cancelled booking", "driver", b.DriverID, "booking", id, "err", err)
@@ -272,6 +282,7 @@ func (s *Service) DriverResponded(ctx context.Context, bookingID, driverID strin
 		return err
 	}
 	if !accepted {
+		s.retry.forget(b.ID) // another driver may be free now: no waiting
 		s.enqueue(b.ID)
 	}
 	return nil

@@ -277,10 +277,32 @@ func TestWorkersAllocateWhenADriverFreesUp(t *testing.T) {
 	r.fleet.mu.Lock()
 	r.fleet.free = []string{"late"}
 	r.fleet.mu.Unlock()
+	r.clk.add(DefaultConfig().RetryMin * 5 / 4) // past the first retry gap, however spread
 	eventually(t, "allocated to the driver who came on line", func() bool {
 		got, _ := r.svc.Get(context.Background(), b.ID)
 		return got.Status == Allocated && got.DriverID == "late"
 	})
+}
+
+func TestABookingWithoutADriverWaitsBeforeItIsTriedAgain(t *testing.T) {
+	r := newRig(t)
+	attempts := func() int { r.fleet.mu.Lock(); defer r.fleet.mu.Unlock(); return r.fleet.calls }
+	if b, err := r.svc.Create(context.Background(), req("k")); err != nil || b.Status != Searching {
+		t.Fatalf("Create = %+v, %v; want searching", b, err)
+	}
+	r.svc.Start()
+	defer r.svc.Stop()
+	scans := func() { time.Sleep(20 * r.svc.cfg.ScanEvery) }
+	scans()
+	if got := attempts(); got != 1 {
+		t.Fatalf("%d attempts within the first retry gap, want only the one made at creation", got)
+	}
+	r.clk.add(DefaultConfig().RetryMin * 5 / 4)
+	eventually(t, "tried again after the first gap", func() bool { return attempts() == 2 })
+	scans()
+	if got := attempts(); got != 2 {
+		t.Errorf("%d attempts right after the second miss, want 2: the next gap is longer", got)
+	}
 }
 
 func TestDriverResponses(t *testing.T) {

@@ -8,7 +8,8 @@ import (
 
 // Start runs the background work until Stop: a scanner that picks up every
 // open booking each ScanEvery (so bookings left by a stopped process are
-// resumed or expired, never stuck) and Workers goroutines that allocate.
+// resumed or expired, never stuck), except those waiting out a retry gap,
+// and Workers goroutines that allocate.
 func (s *Service) Start() {
 	s.wg.Add(1 + s.cfg.Workers)
 	go s.scan()
@@ -40,9 +41,13 @@ func (s *Service) scan() {
 			s.log.Warn("scan open bookings", "err", err)
 			continue
 		}
+		now := s.now()
 		for _, id := range ids {
-			s.enqueue(id)
+			if s.retry.isDue(id, now) {
+				s.enqueue(id)
+			}
 		}
+		s.retry.prune(now, s.cfg.RetryMax+2*s.cfg.ScanEvery)
 	}
 }
 
@@ -68,6 +73,7 @@ func (s *Service) work() {
 func (s *Service) advance(ctx context.Context, id string) error {
 	b, err := s.store.Get(ctx, id)
 	if errors.Is(err, ErrNotFound) || err == nil && b.Status.Final() {
+		s.retry.forget(id)
 		return s.store.Forget(ctx, id) // an index entry left behind
 	}
 	if err != nil {
@@ -89,6 +95,7 @@ func (s *Service) advance(ctx context.Context, id string) error {
 		return s.store.Update(ctx, b, next)
 	case Searching:
 		if !now.Before(b.Deadline) {
+			s.retry.forget(id)
 			next, err := transition(b, Unallocated, now)
 			if err != nil {
 				return err
@@ -98,8 +105,11 @@ func (s *Service) advance(ctx context.Context, id string) error {
 			}
 			return s.admit.RecordUnallocated(ctx, b.Service, b.Pickup.Lat, b.Pickup.Lng, now)
 		}
-		_, err := s.tryAllocate(ctx, b)
-		return err
+		if _, err := s.tryAllocate(ctx, b); err != nil {
+			s.retry.missed(id, s.now(), b.Deadline)
+			return err
+		}
+		s.retry.forget(id)
 	}
 	return nil
 }
