@@ -9,26 +9,25 @@ import (
 	"time"
 
 	"github.com/apollo-platform/apollo/internal/driver"
+	"github.com/apollo-platform/apollo/internal/geocell"
 	"github.com/apollo-platform/apollo/internal/localcluster"
 	"github.com/apollo-platform/apollo/internal/localcluster/clustertest"
+	"github.com/apollo-platform/apollo/internal/redisroute"
 	"github.com/apollo-platform/apollo/internal/redisstore"
 )
 
-// TestNearbyReadsRecordsNearestFirstAPageAtATime: busy drivers nearest the
-// pickup do not hide an available one farther out, and the search reads
-// driver records a page at a time, not every driver the index holds.
+// TestNearbyReadsRecordsNearestFirstAPageAtATime: drivers the index still
+// holds but who cannot take a booking (their heartbeat is stale) do not hide
+// an available one farther out, and the search reads driver records a page
+// at a time, not every driver the index returns.
 func TestNearbyReadsRecordsNearestFirstAPageAtATime(t *testing.T) {
 	c := clustertest.Start(t, func(cfg *localcluster.Config) { cfg.Primaries, cfg.Replicas = 3, 1 })
 	s, _ := newStore(t, c)
 	ctx := context.Background()
 	const lat, lng = 1.3, 103.8
-	const busy, free = 2, 30
-	for i := 0; i < busy; i++ { // 100–120 m north
-		id := fmt.Sprintf("busy-%02d", i)
-		online(t, s, id, lat+0.0009+float64(i)*0.0002, lng, t0, "car")
-		if _, err := s.Apply(ctx, id, driver.Transition{Event: driver.EventReserve, BookingID: "b-" + id, Until: t0.Add(time.Minute)}, t0); err != nil {
-			t.Fatal(err)
-		}
+	const stale, free = 2, 30
+	for i := 0; i < stale; i++ { // 100–120 m north, last heard of an hour ago
+		online(t, s, fmt.Sprintf("stale-%02d", i), lat+0.0009+float64(i)*0.0002, lng, t0.Add(-time.Hour), "car")
 	}
 	for i := 0; i < free; i++ { // 500–1,800 m south
 		online(t, s, fmt.Sprintf("free-%02d", i), lat-0.0045-float64(i)*0.0004, lng, t0, "car")
@@ -46,11 +45,11 @@ func TestNearbyReadsRecordsNearestFirstAPageAtATime(t *testing.T) {
 	if fmt.Sprint(got) != "[free-00 free-01 free-02]" {
 		t.Errorf("Nearby = %v, want the three nearest available drivers [free-00 free-01 free-02]", got)
 	}
-	// A page is 2 × Limit records: the first holds the 2 busy drivers and enough free ones.
+	// A page is 2 × Limit records: the first holds the 2 stale drivers and enough free ones.
 	if read > 6 {
-		t.Errorf("read %d driver records of the %d indexed to find 3 available, want one page of 6", read, busy+free)
+		t.Errorf("read %d driver records of the %d indexed to find 3 available, want one page of 6", read, stale+free)
 	}
-	t.Logf("read %d of %d driver records", read, busy+free)
+	t.Logf("read %d of %d driver records", read, stale+free)
 }
 
 // hmgets is how many HMGETs the cluster's nodes have served.
@@ -76,4 +75,58 @@ func hmgets(t *testing.T, c *localcluster.Cluster) int {
 		}
 	}
 	return total
+}
+
+// TestTheGeoIndexHoldsAvailableDriversOnly: a driver leaves its cell's set
+// when reserved (and stays out through its heartbeats) and joins it again
+// when free, so a search reads available drivers, not every busy one nearby.
+func TestTheGeoIndexHoldsAvailableDriversOnly(t *testing.T) {
+	c := clustertest.Start(t, func(cfg *localcluster.Config) { cfg.Primaries, cfg.Replicas = 3, 1 })
+	s, r := newStore(t, c)
+	ctx := context.Background()
+	const lat, lng = 1.3, 103.8
+	cell, _ := geocell.Of(lat, lng, redisstore.DefaultConfig().GeoCellBits)
+	key := redisstore.GeoKey(cell.String())
+	indexed := func() bool {
+		res := r.Do(ctx, redisroute.Cmd{Args: []any{"ZSCORE", key, "d1"}, Key: key, Fresh: true})
+		if res.Err != nil {
+			t.Fatal(res.Err)
+		}
+		return res.Val != nil
+	}
+	if _, err := s.Heartbeat(ctx, "d1", driver.Location{Lat: lat, Lng: lng}, t0); err != nil {
+		t.Fatal(err)
+	}
+	steps := []struct {
+		what    string
+		do      func() error
+		indexed bool
+	}{
+		{"offline, heartbeating", func() error { return nil }, false},
+		{"on line", apply(s, "d1", driver.Transition{Event: driver.EventGoOnline, Services: []string{"car"}}), true},
+		{"reserved", apply(s, "d1", driver.Transition{Event: driver.EventReserve, BookingID: "b1", Until: t0.Add(time.Minute)}), false},
+		{"reserved, heartbeating", heartbeat(s, "d1", lat, lng, t0.Add(time.Second)), false},
+		{"declined", apply(s, "d1", driver.Transition{Event: driver.EventDecline}), true},
+		{"available, heartbeating", heartbeat(s, "d1", lat, lng, t0.Add(2*time.Second)), true},
+		{"off line", apply(s, "d1", driver.Transition{Event: driver.EventGoOffline}), false},
+	}
+	for _, st := range steps {
+		if err := st.do(); err != nil {
+			t.Fatalf("%s: %v", st.what, err)
+		}
+		if got := indexed(); got != st.indexed {
+			t.Errorf("%s: indexed = %v, want %v", st.what, got, st.indexed)
+		}
+	}
+}
+
+func apply(s *redisstore.Drivers, id string, tr driver.Transition) func() error {
+	return func() error { _, err := s.Apply(context.Background(), id, tr, t0); return err }
+}
+
+func heartbeat(s *redisstore.Drivers, id string, lat, lng float64, at time.Time) func() error {
+	return func() error {
+		_, err := s.Heartbeat(context.Background(), id, driver.Location{Lat: lat, Lng: lng}, at)
+		return err
+	}
 }

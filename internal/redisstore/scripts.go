@@ -27,16 +27,17 @@ return {1, v + 1}
 // on first sight. It leaves the version alone so that a heartbeat never
 // makes a concurrent reservation fail.
 // KEYS[1] driver hash; ARGV id, lat, lng, heartbeat ms, cell.
-// Returns {applied 0/1, previous cell}.
+// Returns {applied 0/1, previous cell, status}.
 const heartbeatScript = `
 local hb = tonumber(redis.call('HGET', KEYS[1], 'hb') or '-1')
 local old = redis.call('HGET', KEYS[1], 'cell') or ''
-if hb > tonumber(ARGV[4]) then return {0, old} end
+local st = redis.call('HGET', KEYS[1], 'st') or 'offline'
+if hb > tonumber(ARGV[4]) then return {0, old, st} end
 if redis.call('HEXISTS', KEYS[1], 'id') == 0 then
   redis.call('HSET', KEYS[1], 'id', ARGV[1], 'st', 'offline', 'svc', '', 'v', 0)
 end
 redis.call('HSET', KEYS[1], 'lat', ARGV[2], 'lng', ARGV[3], 'hb', ARGV[4], 'cell', ARGV[5])
-return {1, old}
+return {1, old, st}
 `
 
 // script is a Lua script run by SHA, loaded on first NOSCRIPT.

@@ -37,7 +37,7 @@ func (s *Drivers) Apply(ctx context.Context, id string, tr driver.Transition, no
 			return driver.Driver{}, err
 		}
 		if ok {
-			s.afterTransition(ctx, next, cell)
+			s.afterTransition(ctx, d, next, cell)
 			return next, nil
 		}
 	}
@@ -57,10 +57,14 @@ func (s *Drivers) compareAndSet(ctx context.Context, old, next driver.Driver) (b
 	return applied == 1, nil
 }
 
-// afterTransition drops a driver who went offline from the geo index.
-// Best effort: nearby search filters on the driver's own record anyway.
-func (s *Drivers) afterTransition(ctx context.Context, d driver.Driver, cell string) {
-	if d.Status == driver.StatusOffline && cell != "" {
-		s.r.Exec(ctx, []redisroute.Cmd{redisroute.Write("ZREM", geoKey(cell), d.ID)})
+// afterTransition keeps the geo index to available drivers: a driver who
+// became available joins its cell's set, one who stopped being available
+// leaves it. Best effort: the next heartbeat puts a lost write right, and a
+// nearby search checks every driver's own record anyway.
+func (s *Drivers) afterTransition(ctx context.Context, old, next driver.Driver, cell string) {
+	was, is := old.Status == driver.StatusAvailable, next.Status == driver.StatusAvailable
+	if was == is || cell == "" {
+		return
 	}
+	s.r.Exec(ctx, []redisroute.Cmd{indexCmd(next.ID, cell, next.Location, is)})
 }
