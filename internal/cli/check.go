@@ -15,7 +15,10 @@ const checkSynopsis = `check --redis-addrs host:port[,...] [--json]
 Inspect a Redis Cluster for the risks behind the 2019 incident: topology,
 failed or failing nodes, replication links and lag, slot coverage, each node's
 read latency, and the settings that decide how long a dead replica is still
-advertised. Exit code: 0 ok, 1 warnings, 2 critical (usable in CI).`
+advertised. The configured credentials are tried on every node: one that
+refuses them is critical; one open without a password, and nodes whose ACL
+users or rules for Apollo's user differ, are warnings.
+Exit code: 0 ok, 1 warnings, 2 critical (usable in CI).`
 
 func runCheck(ctx context.Context, e env, args []string) error {
 	rc := redisroute.DefaultConfig()

@@ -23,6 +23,8 @@ func assess(rep *Report) {
 			rep.add(Critical, "primary_failed", n.Addr, "a primary is flagged failed and still owns slots")
 		case hasAny(n.Flags, "fail", "fail?"):
 			rep.add(Warning, "node_failing", n.Addr, fmt.Sprintf("%s is flagged %v; clients that trust CLUSTER SLOTS may still route to it", n.Role, n.Flags))
+		case n.CredentialsError != "":
+			// refused, not unreachable: accessFindings says so, as critical
 		case !n.Reachable:
 			rep.add(Warning, "node_unreachable", n.Addr, fmt.Sprintf("%s did not answer a read: %s (the cluster does not know yet, so topology-only clients keep sending to it)", n.Role, n.Error))
 		}
@@ -37,6 +39,9 @@ func assess(rep *Report) {
 		if len(s.Replicas) < minReplicasShard {
 			rep.add(Warning, "few_replicas", s.Primary, fmt.Sprintf("the shard has %d replica(s): with replica reads, one failure leaves its reads on a single node (or on the primary)", len(s.Replicas)))
 		}
+	}
+	for _, f := range accessFindings(rep.Nodes, rep.User) {
+		rep.add(f.Severity, f.Code, f.Node, f.Message)
 	}
 	if nt := time.Duration(rep.NodeTimeoutMs) * time.Millisecond; nt > maxNodeTimeout {
 		rep.add(Warning, "node_timeout", "", fmt.Sprintf("cluster-node-timeout is %s: a dead replica stays in CLUSTER SLOTS for about %s, and clients that route by topology alone keep reading from it that long", nt, nt+nt/3))

@@ -30,7 +30,7 @@ const (
 
 // Run inspects the cluster reachable at opts.Addrs.
 func Run(ctx context.Context, opts Options) (Report, error) {
-	rep := Report{ReadPolicy: opts.ReadPolicy}
+	rep := Report{ReadPolicy: opts.ReadPolicy, User: configuredUser(opts)}
 	if len(opts.Addrs) == 0 {
 		return rep, errors.New("at least one seed address is needed (--redis-addrs)")
 	}
@@ -46,6 +46,7 @@ func Run(ctx context.Context, opts Options) (Report, error) {
 	settings(ctx, opts, seed, &rep)
 	for i := range rep.Nodes {
 		probe(ctx, opts, &rep.Nodes[i], rep.Nodes)
+		access(ctx, opts, &rep.Nodes[i])
 	}
 	assess(&rep)
 	return rep, nil

@@ -2,6 +2,8 @@ package clustercheck_test
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -77,5 +79,138 @@ func TestCheckUnreachableSeed(t *testing.T) {
 	_, err := clustercheck.Run(context.Background(), clustercheck.Options{Addrs: []string{"127.0.0.1:1"}, Timeout: 200 * time.Millisecond})
 	if err == nil || !strings.Contains(err.Error(), "no seed answered") {
 		t.Fatalf("Run with an unreachable seed = %v", err)
+	}
+}
+
+func TestCheckReportsRefusedCredentialsAndACLDifferences(t *testing.T) {
+	c := clustertest.Start(t, func(cfg *localcluster.Config) {
+		cfg.User, cfg.Password = "apollo", "s3cret"
+		cfg.ExtraArgs = []string{"cluster-allow-reads-when-down yes"}
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	opts := clustercheck.Options{Addrs: c.Addrs()[:1], Username: "apollo", Password: "s3cret", ReadPolicy: "replica-preferred"}
+	access := map[string]bool{"credentials_rejected": true, "auth_not_required": true, "acl_unreadable": true, "acl_users_differ": true, "acl_user_differs": true}
+
+	rep, err := clustercheck.Run(ctx, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Status != clustercheck.Info {
+		t.Errorf("clean cluster: status %s, want info; findings %+v", rep.Status, rep.Findings)
+	}
+	for _, f := range rep.Findings {
+		if access[f.Code] {
+			t.Errorf("clean cluster: %s %s: %s", f.Code, f.Node, f.Message)
+		}
+	}
+	for _, n := range rep.Nodes {
+		if strings.Join(n.ACLUsers, " ") != "apollo default" || !strings.Contains(n.ACLUser, "+@all") {
+			t.Errorf("clean cluster: node %s has ACL users %v, rules %q", n.Addr, n.ACLUsers, n.ACLUser)
+		}
+	}
+
+	// One node with another password for Apollo's user, one with an extra
+	// user, one where Apollo's user has other rules. None is the seed.
+	wrong, extra, rules := c.Replicas(ctx, 1)[0], c.Replicas(ctx, 2)[0], c.Replicas(ctx, 0)[0]
+	for n, rule := range map[*localcluster.Node][]any{
+		wrong: {"apollo", "resetpass", ">other"},
+		extra: {"intruder", "on", ">x", "+@all", "~*"},
+		rules: {"apollo", "-flushall"},
+	} {
+		cl := n.Client()
+		err := cl.Do(ctx, append([]any{"ACL", "SETUSER"}, rule...)...).Err()
+		cl.Close()
+		if err != nil {
+			t.Fatalf("ACL SETUSER on %s: %v", n.Addr, err)
+		}
+	}
+	rep, err = clustercheck.Run(ctx, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var text strings.Builder
+	clustercheck.WriteText(&text, rep)
+	t.Logf("apollo check on the faulty cluster:\n%s", text.String())
+	if rep.Status != clustercheck.Critical {
+		t.Errorf("faulty cluster: status %s, want critical", rep.Status)
+	}
+	want := []struct {
+		sev        clustercheck.Severity
+		code, node string
+		says       string
+	}{
+		{clustercheck.Critical, "credentials_rejected", wrong.Addr, "WRONGPASS"},
+		{clustercheck.Warning, "acl_users_differ", extra.Addr, "extra: intruder"},
+		{clustercheck.Warning, "acl_user_differs", rules.Addr, "-flushall"},
+	}
+	for _, w := range want {
+		found := false
+		for _, f := range rep.Findings {
+			found = found || f.Severity == w.sev && f.Code == w.code && f.Node == w.node && strings.Contains(f.Message, w.says)
+		}
+		if !found {
+			t.Errorf("no %s %s finding on %s saying %q: %+v", w.sev, w.code, w.node, w.says, rep.Findings)
+		}
+		line := fmt.Sprintf("[%s] %s %s: ", strings.ToUpper(w.sev.String()), w.code, w.node)
+		if !strings.Contains(text.String(), line) {
+			t.Errorf("text report has no line starting %q", line)
+		}
+	}
+	for _, f := range rep.Findings {
+		if f.Node == wrong.Addr && f.Code != "credentials_rejected" {
+			t.Errorf("the node refusing the credentials is also reported as %s: %s", f.Code, f.Message)
+		}
+	}
+	b, err := json.Marshal(rep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), `{"severity":"critical","code":"credentials_rejected","node":"`+wrong.Addr+`"`) {
+		t.Errorf("--json report does not carry the critical credentials finding on %s: %s", wrong.Addr, b)
+	}
+}
+
+func TestCheckReportsANodeWithAnotherOrNoPassword(t *testing.T) {
+	c := clustertest.Start(t, func(cfg *localcluster.Config) {
+		cfg.Primaries, cfg.Replicas = 3, 1
+		cfg.Password = "s3cret"
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	wrong, open := c.Replicas(ctx, 1)[0], c.Replicas(ctx, 2)[0]
+	for n, pass := range map[*localcluster.Node]string{wrong: "other", open: ""} {
+		cl := n.Client()
+		err := cl.ConfigSet(ctx, "requirepass", pass).Err()
+		cl.Close()
+		if err != nil {
+			t.Fatalf("CONFIG SET requirepass on %s: %v", n.Addr, err)
+		}
+	}
+	rep, err := clustercheck.Run(ctx, clustercheck.Options{Addrs: c.Addrs()[:1], Password: "s3cret", ReadPolicy: "primary"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.User != "default" {
+		t.Errorf("report user = %q, want default", rep.User)
+	}
+	got := map[string]clustercheck.Finding{}
+	for _, f := range rep.Findings {
+		if f.Node == wrong.Addr || f.Node == open.Addr {
+			got[f.Code+" "+f.Node] = f
+		}
+	}
+	if f, ok := got["credentials_rejected "+wrong.Addr]; !ok || f.Severity != clustercheck.Critical || !strings.Contains(f.Message, "WRONGPASS") {
+		t.Errorf("node %s with another password: findings %+v", wrong.Addr, got)
+	}
+	// Without a password, the node still accepts Apollo's HELLO AUTH: a warning, not a refusal.
+	if f, ok := got["auth_not_required "+open.Addr]; !ok || f.Severity != clustercheck.Warning {
+		t.Errorf("node %s without a password: findings %+v", open.Addr, got)
+	}
+	if _, ok := got["credentials_rejected "+open.Addr]; ok {
+		t.Errorf("node %s without a password is reported as refusing the credentials: %+v", open.Addr, got)
+	}
+	if rep.Status != clustercheck.Critical {
+		t.Errorf("status %s, want critical", rep.Status)
 	}
 }

@@ -44,6 +44,20 @@ type Node struct {
 	LinkUp    *bool    `json:"link_up,omitempty"`  // replicas: replication link
 	LagBytes  *int64   `json:"lag_bytes,omitempty"`
 	Error     string   `json:"error,omitempty"`
+
+	// CredentialsError is the node's refusal of Apollo's credentials
+	// (WRONGPASS, NOAUTH, NOPERM, ...); empty when they work or were not tried.
+	CredentialsError string `json:"credentials_error,omitempty"`
+	// OpenWithoutAuth: a password is configured, yet the node serves a
+	// client that sends none.
+	OpenWithoutAuth bool `json:"open_without_auth,omitempty"`
+	// ACLUsers is ACL USERS on the node, sorted; ACLError says why it could
+	// not be read with Apollo's credentials.
+	ACLUsers []string `json:"acl_users,omitempty"`
+	ACLError string   `json:"acl_error,omitempty"`
+	// ACLUser is ACL GETUSER of Apollo's user, on one line (password hashes
+	// shortened); empty when the user may not run it.
+	ACLUser string `json:"acl_user,omitempty"`
 }
 
 // Shard is a primary and its replicas.
@@ -61,6 +75,7 @@ type Report struct {
 	NodeTimeoutMs      int64     `json:"node_timeout_ms,omitempty"`
 	AllowReadsWhenDown string    `json:"allow_reads_when_down,omitempty"`
 	ReadPolicy         string    `json:"read_policy"`
+	User               string    `json:"user"` // the ACL user Apollo logs in as ("default" without one)
 	Shards             []Shard   `json:"shards"`
 	Nodes              []Node    `json:"nodes"`
 	Findings           []Finding `json:"findings"`

@@ -12,11 +12,13 @@ func WriteText(w io.Writer, rep Report) {
 	fmt.Fprintf(w, "cluster_state: %s   slots covered: %d/16384   node timeout: %d ms   allow reads when down: %s\n\n",
 		rep.ClusterState, rep.SlotsCovered, rep.NodeTimeoutMs, orDash(rep.AllowReadsWhenDown))
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "NODE\tROLE\tPRIMARY\tSLOTS\tFLAGS\tREAD\tLINK\tLAG")
+	fmt.Fprintln(tw, "NODE\tROLE\tPRIMARY\tSLOTS\tFLAGS\tREAD\tLINK\tLAG\tAUTH")
 	for _, n := range rep.Nodes {
 		read := "unreachable"
 		if n.Reachable {
 			read = fmt.Sprintf("%.2f ms", n.ProbeMs)
+		} else if n.CredentialsError != "" {
+			read = "refused"
 		}
 		link, lag := "-", "-"
 		if n.LinkUp != nil {
@@ -25,7 +27,7 @@ func WriteText(w io.Writer, rep Report) {
 		if n.LagBytes != nil {
 			lag = fmt.Sprintf("%d B", *n.LagBytes)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", n.Addr, n.Role, orDash(n.Primary), n.Slots, strings.Join(n.Flags, ","), read, link, lag)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", n.Addr, n.Role, orDash(n.Primary), n.Slots, strings.Join(n.Flags, ","), read, link, lag, authColumn(n))
 	}
 	tw.Flush()
 	fmt.Fprintln(w)
@@ -37,6 +39,19 @@ func WriteText(w io.Writer, rep Report) {
 		fmt.Fprintf(w, "[%s] %s%s: %s\n", strings.ToUpper(f.Severity.String()), f.Code, where, f.Message)
 	}
 	fmt.Fprintf(w, "\nstatus: %s\n", rep.Status)
+}
+
+// authColumn is how the node took Apollo's credentials.
+func authColumn(n Node) string {
+	switch {
+	case n.CredentialsError != "":
+		return "REJECTED"
+	case !n.Reachable:
+		return "-"
+	case n.OpenWithoutAuth:
+		return "ok, OPEN"
+	}
+	return "ok"
 }
 
 func orDash(s string) string {
