@@ -125,6 +125,9 @@ func (a *App) Listen() error {
 		a.apiLn.Close()
 		return fmt.Errorf("admin listen on %s: %w", a.cfg.AdminListen, err)
 	}
+	// net/http's own refusals (a 431 for oversized headers, ...) become
+	// JSON errors like every other.
+	a.apiLn, a.adminLn = httpapi.WrapListener(a.apiLn), httpapi.WrapListener(a.adminLn)
 	return nil
 }
 

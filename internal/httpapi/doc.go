@@ -37,6 +37,12 @@
 // "high_demand", with the seconds to wait in both the Retry-After header
 // and the error's "retry_after_s".
 //
+// The few answers net/http's server writes itself, before any handler
+// runs (400 "bad_request" for a request that is not well-formed HTTP, 431
+// "header_too_large", 501 "not_implemented" for an unsupported
+// Transfer-Encoding, 505 "http_version_not_supported"), are the same JSON
+// errors on a listener wrapped by WrapListener.
+//
 // # Admin
 //
 // NewAdmin serves the private admin listener; none of it is mounted on

@@ -24,23 +24,28 @@ type Code string
 
 // The error codes, each always sent with the same HTTP status.
 const (
-	CodeInvalidArgument      Code = "invalid_argument"       // 400
-	CodeNotFound             Code = "not_found"              // 404
-	CodeMethodNotAllowed     Code = "method_not_allowed"     // 405, with Allow
-	CodeIllegalTransition    Code = "illegal_transition"     // 409, not worth retrying as is
-	CodeConflict             Code = "conflict"               // 409, retry
-	CodePayloadTooLarge      Code = "payload_too_large"      // 413
-	CodeUnsupportedMediaType Code = "unsupported_media_type" // 415
-	CodeHighDemand           Code = "high_demand"            // 429, with Retry-After and retry_after_s
-	CodeInternal             Code = "internal"               // 500
-	CodeUnavailable          Code = "unavailable"            // 503, with Retry-After
+	CodeInvalidArgument         Code = "invalid_argument"           // 400
+	CodeBadRequest              Code = "bad_request"                // 400, not well-formed HTTP; see WrapListener
+	CodeNotFound                Code = "not_found"                  // 404
+	CodeMethodNotAllowed        Code = "method_not_allowed"         // 405, with Allow
+	CodeIllegalTransition       Code = "illegal_transition"         // 409, not worth retrying as is
+	CodeConflict                Code = "conflict"                   // 409, retry
+	CodePayloadTooLarge         Code = "payload_too_large"          // 413
+	CodeUnsupportedMediaType    Code = "unsupported_media_type"     // 415
+	CodeHighDemand              Code = "high_demand"                // 429, with Retry-After and retry_after_s
+	CodeHeaderTooLarge          Code = "header_too_large"           // 431; see WrapListener
+	CodeInternal                Code = "internal"                   // 500
+	CodeNotImplemented          Code = "not_implemented"            // 501, an unsupported Transfer-Encoding; see WrapListener
+	CodeUnavailable             Code = "unavailable"                // 503, with Retry-After
+	CodeHTTPVersionNotSupported Code = "http_version_not_supported" // 505; see WrapListener
 )
 
 // Codes returns every Code.
 func Codes() []Code {
 	return []Code{
-		CodeInvalidArgument, CodeNotFound, CodeMethodNotAllowed, CodeIllegalTransition, CodeConflict,
-		CodePayloadTooLarge, CodeUnsupportedMediaType, CodeHighDemand, CodeInternal, CodeUnavailable,
+		CodeInvalidArgument, CodeBadRequest, CodeNotFound, CodeMethodNotAllowed, CodeIllegalTransition, CodeConflict,
+		CodePayloadTooLarge, CodeUnsupportedMediaType, CodeHighDemand, CodeHeaderTooLarge, CodeInternal,
+		CodeNotImplemented, CodeUnavailable, CodeHTTPVersionNotSupported,
 	}
 }
 
@@ -74,6 +79,27 @@ func (e *mediaTypeError) Error() string {
 		return "Content-Type must be application/json, got none"
 	}
 	return fmt.Sprintf("Content-Type must be application/json, got %.64q", e.got)
+}
+
+// refusedError: net/http's server refused a request before any handler
+// ran, answering status (see WrapListener). detail is what net/http said
+// beyond the status text, e.g. "invalid header name"; it is one of
+// net/http's fixed strings, never an echo of the request.
+type refusedError struct {
+	status int
+	detail string
+}
+
+func (e *refusedError) Error() string {
+	return fmt.Sprintf("net/http refused the request with %d: %.64s", e.status, e.detail)
+}
+
+// withDetail is msg followed by net/http's detail, if it gave one.
+func (e *refusedError) withDetail(msg string) string {
+	if e.detail == "" {
+		return msg
+	}
+	return fmt.Sprintf("%s: %.64s", msg, e.detail)
 }
 
 // currentStatusError carries the driver's status alongside a refused
@@ -111,6 +137,7 @@ func classify(err error) problem {
 		arg      *driver.InvalidArgumentError
 		trans    *driver.TransitionError
 		demand   *booking.HighDemandError
+		refused  *refusedError
 	)
 	var p problem
 	switch {
@@ -120,6 +147,16 @@ func classify(err error) problem {
 		p = problem{status: http.StatusUnsupportedMediaType, code: CodeUnsupportedMediaType, message: media.Error()}
 	case errors.As(err, &method):
 		p = problem{status: http.StatusMethodNotAllowed, code: CodeMethodNotAllowed, message: method.Error(), allow: strings.Join(method.allow, ", ")}
+	// net/http's own refusals. A status not listed falls through to the
+	// 500 below, and WrapListener then leaves net/http's answer as it is.
+	case errors.As(err, &refused) && refused.status == http.StatusBadRequest:
+		p = problem{status: http.StatusBadRequest, code: CodeBadRequest, message: refused.withDetail("malformed request")}
+	case errors.As(err, &refused) && refused.status == http.StatusRequestHeaderFieldsTooLarge:
+		p = problem{status: http.StatusRequestHeaderFieldsTooLarge, code: CodeHeaderTooLarge, message: "the request's header fields are too large"}
+	case errors.As(err, &refused) && refused.status == http.StatusNotImplemented:
+		p = problem{status: http.StatusNotImplemented, code: CodeNotImplemented, message: "the request's Transfer-Encoding is not supported"}
+	case errors.As(err, &refused) && refused.status == http.StatusHTTPVersionNotSupported:
+		p = problem{status: http.StatusHTTPVersionNotSupported, code: CodeHTTPVersionNotSupported, message: "the request's HTTP version is not supported; use HTTP/1.1"}
 	case errors.Is(err, errNoRoute):
 		p = problem{status: http.StatusNotFound, code: CodeNotFound, message: "no such route"}
 	case errors.As(err, &demand):

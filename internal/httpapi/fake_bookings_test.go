@@ -19,6 +19,10 @@ func seedBookings() []booking.Booking {
 		if st == booking.Allocated {
 			b.ReservedUntil = testNow.Add(time.Minute)
 		}
+		if st == booking.Allocated || st == booking.Accepted { // allocated 2 s after creation; accepting keeps it
+			b.AllocatedAt = b.CreatedAt.Add(2 * time.Second)
+			b.UpdatedAt = b.AllocatedAt
+		}
 		return b
 	}
 	return []booking.Booking{

@@ -56,8 +56,8 @@ func newDriverJSON(d driver.Driver, rules driver.Rules, now time.Time) driverJSO
 }
 
 // bookingJSON is a booking on the wire, with the field names of the
-// booking package's own JSON. Times are RFC 3339 in UTC; no driver and no
-// reservation are left out.
+// booking package's own JSON. Times are RFC 3339 in UTC; no driver, no
+// reservation and, before the first allocation, allocated_at are left out.
 type bookingJSON struct {
 	ID            string         `json:"id"`
 	RiderID       string         `json:"rider_id"`
@@ -67,6 +67,7 @@ type bookingJSON struct {
 	Status        booking.Status `json:"status"`
 	DriverID      string         `json:"driver_id,omitempty"`
 	ReservedUntil time.Time      `json:"reserved_until,omitzero"`
+	AllocatedAt   time.Time      `json:"allocated_at,omitzero"`
 	CreatedAt     time.Time      `json:"created_at"`
 	Deadline      time.Time      `json:"deadline"`
 	UpdatedAt     time.Time      `json:"updated_at"`
@@ -85,6 +86,7 @@ func newBookingJSON(b booking.Booking) bookingJSON {
 		Status:        b.Status,
 		DriverID:      b.DriverID,
 		ReservedUntil: b.ReservedUntil.UTC(),
+		AllocatedAt:   b.AllocatedAt.UTC(),
 		CreatedAt:     b.CreatedAt.UTC(),
 		Deadline:      b.Deadline.UTC(),
 		UpdatedAt:     b.UpdatedAt.UTC(),

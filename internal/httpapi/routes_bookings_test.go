@@ -68,6 +68,20 @@ func wantBooking(id string, status booking.Status, version int64) func(*testing.
 	}
 }
 
+// wantAllocatedAt checks the booking's allocated_at; "" means absent.
+func wantAllocatedAt(want string) func(*testing.T, *httptest.ResponseRecorder, *fakeBookings) {
+	return func(t *testing.T, rec *httptest.ResponseRecorder, _ *fakeBookings) {
+		t.Helper()
+		got, ok := decodeMap(t, rec)["allocated_at"]
+		switch {
+		case want == "" && ok:
+			t.Errorf("allocated_at = %v, want it left out", got)
+		case want != "" && got != want:
+			t.Errorf("allocated_at = %v, want %s", got, want)
+		}
+	}
+}
+
 func TestCreateBooking(t *testing.T) {
 	post := func(body string, key ...string) request {
 		req := request{method: "POST", target: "/v1/bookings", body: body}
@@ -217,12 +231,16 @@ func TestGetBooking(t *testing.T) {
 		{name: "found", req: get("/v1/bookings/bk-alloc"), wantStatus: 200,
 			checkBookings: func(t *testing.T, rec *httptest.ResponseRecorder, _ *fakeBookings) {
 				want := `{"id":"bk-alloc","rider_id":"r1","service":"car","pickup":{"lat":1.3,"lng":103.8},"dropoff":{"lat":1.31,"lng":103.85},` +
-					`"status":"allocated","driver_id":"drv-res","reserved_until":"2024-03-01T12:01:00Z","created_at":"2024-03-01T11:59:00Z",` +
-					`"deadline":"2024-03-01T11:59:30Z","updated_at":"2024-03-01T11:59:00Z","version":2}` + "\n"
+					`"status":"allocated","driver_id":"drv-res","reserved_until":"2024-03-01T12:01:00Z","allocated_at":"2024-03-01T11:59:02Z",` +
+					`"created_at":"2024-03-01T11:59:00Z","deadline":"2024-03-01T11:59:30Z","updated_at":"2024-03-01T11:59:02Z","version":2}` + "\n"
 				if got := rec.Body.String(); got != want {
 					t.Errorf("body\n got %s\nwant %s", got, want)
 				}
 			}},
+		{name: "accepted keeps allocated_at", req: get("/v1/bookings/bk-done"), wantStatus: 200,
+			checkBookings: wantAllocatedAt("2024-03-01T11:59:02Z")},
+		{name: "never allocated: no allocated_at", req: get("/v1/bookings/bk-search"), wantStatus: 200,
+			checkBookings: wantAllocatedAt("")},
 		{name: "HEAD", req: request{method: "HEAD", target: "/v1/bookings/bk-alloc"}, wantStatus: 200},
 		{name: "not found", req: get("/v1/bookings/bk-nobody"),
 			wantStatus: 404, wantCode: httpapi.CodeNotFound, wantMsg: "booking not found"},
