@@ -18,8 +18,11 @@ type Spampede interface {
 	Rules() spampede.RuleSet
 	// TrippedCells lists up to top cells tripped at now, highest count first.
 	TrippedCells(now time.Time, top int) []spampede.CellState
-	// SaveRules validates rs, stores it for every instance and applies it
-	// here. It may give rs a higher version than the one sent.
+	// SaveRules validates rs, an edit of the rule set of version
+	// rs.Version, stores it for every instance as version rs.Version+1 if
+	// rs.Version is still the stored version, and applies it here. Saving
+	// the same edit again succeeds. If another save got there first, it
+	// fails with redisstore.ErrRulesConflict.
 	SaveRules(ctx context.Context, rs spampede.RuleSet) error
 }
 
@@ -53,8 +56,14 @@ func (s *spampedeAdmin) getRules(w http.ResponseWriter, r *http.Request) {
 	s.respond(w, r, rulesJSON(s.filter.Rules()))
 }
 
-// putRules replaces the rule set of every instance. The answer is the rule
-// set then in force here, with the version SaveRules gave it.
+// putRules replaces the rule set of every instance. The body is the rule
+// set as GET returned it, edited: its "version" (required) is the version
+// the edit was made from, and the save is a compare-and-set on it. The
+// answer is the rule set then in force here, saved as version+1. If the
+// rules were saved by someone else since, nothing is saved and the answer
+// is 409 conflict: GET them, reapply the edit, PUT again. A 503 may mean
+// the rules are stored but no replica confirmed them yet; PUTting the same
+// body again is safe, and succeeds once they are confirmed.
 func (s *spampedeAdmin) putRules(w http.ResponseWriter, r *http.Request) {
 	// decodeBody checks the media type, the size and that the body is one
 	// JSON value; ParseRuleSet then decodes it strictly and validates it.
@@ -71,6 +80,14 @@ func (s *spampedeAdmin) putRules(w http.ResponseWriter, r *http.Request) {
 	// A forgotten or null list would silently remove every rule.
 	if rs.Rules == nil {
 		s.fail(w, r, invalid("rules", "is required; send [] to remove every rule"))
+		return
+	}
+	// A forgotten version would overwrite whatever is stored blindly.
+	var edited struct {
+		Version *int64 `json:"version"`
+	}
+	if err := json.Unmarshal(raw, &edited); err != nil || edited.Version == nil || *edited.Version < 0 {
+		s.fail(w, r, invalid("version", "is required: the version of the rules the edit was made from, as GET returned it"))
 		return
 	}
 	if err := s.filter.SaveRules(r.Context(), rs); err != nil {

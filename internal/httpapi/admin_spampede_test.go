@@ -18,7 +18,8 @@ import (
 )
 
 // fakeSpampede is an in-memory httpapi.Spampede that saves as the app
-// does: validate, bump the version, apply.
+// does: validate, compare the edited version with the stored one, save as
+// the next version, apply.
 type fakeSpampede struct {
 	mu      sync.Mutex
 	rules   spampede.RuleSet
@@ -51,9 +52,10 @@ func (f *fakeSpampede) SaveRules(_ context.Context, rs spampede.RuleSet) error {
 	if err := rs.Validate(); err != nil {
 		return err
 	}
-	if rs.Version <= f.rules.Version {
-		rs.Version = f.rules.Version + 1
+	if rs.Version != f.rules.Version {
+		return fmt.Errorf("%w: version %d is stored, the edit is of version %d", redisstore.ErrRulesConflict, f.rules.Version, rs.Version)
 	}
+	rs.Version++
 	f.saved = append(f.saved, rs)
 	f.rules = rs
 	return nil
@@ -92,7 +94,27 @@ func TestAdminSpampede(t *testing.T) {
 					t.Errorf("saved %+v", f.saved)
 				}
 			}},
-		{name: "save no rules", req: put(`{"version":7,"rules":[]}`), wantStatus: 200, wantBody: `{"version":7,"rules":[]}`},
+		{name: "save no rules", req: put(`{"version":1,"rules":[]}`), wantStatus: 200, wantBody: `{"version":2,"rules":[]}`},
+		{name: "save an edit of version 0", req: put(`{"version":0,"rules":[]}`), setup: func(f *fakeSpampede) { f.rules = spampede.RuleSet{} },
+			wantStatus: 200, wantBody: `{"version":1,"rules":[]}`},
+		{name: "an edit of an old version", req: put(validRules), setup: func(f *fakeSpampede) { f.rules.Version = 5 },
+			wantStatus: 409, wantCode: httpapi.CodeConflict, wantBody: "the rules changed since the version you edited; GET them, reapply your edit and PUT again",
+			check: func(t *testing.T, f *fakeSpampede) {
+				if len(f.saved) != 0 || f.rules.Version != 5 {
+					t.Errorf("saved %+v; in force %+v", f.saved, f.rules)
+				}
+			}},
+		{name: "an edit of a version from the future", req: put(strings.Replace(validRules, `"version":1`, `"version":2`, 1)),
+			wantStatus: 409, wantCode: httpapi.CodeConflict, wantBody: "the rules changed since the version you edited"},
+		{name: "the conflict as the store words it", req: put(validRules),
+			setup: func(f *fakeSpampede) {
+				f.saveErr = fmt.Errorf("save: %w: version 9 is stored", redisstore.ErrRulesConflict)
+			},
+			wantStatus: 409, wantCode: httpapi.CodeConflict, wantBody: "the rules changed since the version you edited"},
+		{name: "no version", req: put(`{"rules":[]}`), wantStatus: 400, wantCode: httpapi.CodeInvalidArgument,
+			wantBody: "version is required: the version of the rules the edit was made from, as GET returned it"},
+		{name: "version null", req: put(`{"version":null,"rules":[]}`), wantStatus: 400, wantCode: httpapi.CodeInvalidArgument, wantBody: "version is required"},
+		{name: "a negative version", req: put(`{"version":-1,"rules":[]}`), wantStatus: 400, wantCode: httpapi.CodeInvalidArgument, wantBody: "version is required"},
 		{name: "invalid rule", req: put(strings.Replace(validRules, `"cell_bits":30`, `"cell_bits":5`, 1)),
 			wantStatus: 400, wantCode: httpapi.CodeInvalidArgument, wantBody: `rules are invalid: rule 0 ("sg"): cell_bits must be within [10, 40], got 5`},
 		{name: "every invalid rule, on one line", req: put(`{"rules":[{"name":"a","min_lat":2,"max_lat":1,"min_lng":1,"max_lng":2,"cell_bits":30,"bucket_seconds":0,"threshold":1},` +

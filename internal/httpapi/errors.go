@@ -189,6 +189,8 @@ func classify(err error) problem {
 		p = problem{status: http.StatusNotFound, code: CodeNotFound, message: "booking not found"}
 	case errors.Is(err, redisstore.ErrNotFound):
 		p = problem{status: http.StatusNotFound, code: CodeNotFound, message: "driver not found"}
+	case errors.Is(err, redisstore.ErrRulesConflict):
+		p = problem{status: http.StatusConflict, code: CodeConflict, message: "the rules changed since the version you edited; GET them, reapply your edit and PUT again"}
 	case errors.Is(err, redisstore.ErrConflict):
 		p = problem{status: http.StatusConflict, code: CodeConflict, message: "the driver changed concurrently; try again"}
 	// Before ErrUnavailable, which the store wraps around it: the booking

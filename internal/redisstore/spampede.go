@@ -19,7 +19,34 @@ func spampedeKey(k spampede.Key, bucket int64) string {
 }
 
 // spampedeRulesKey holds the rule set as JSON, shared by every instance.
+// The document's own "version" is the version compared on save.
 const spampedeRulesKey = "apollo:spm:rules"
+
+// rulesAcks replicas must acknowledge a rule save (WAIT) before it is
+// reported done, so that a save reported done survives a failover.
+const rulesAcks = 1
+
+// ErrRulesConflict: a rule set was saved as the successor of a version
+// that is no longer the stored one. Reload, reapply the edit, save again.
+var ErrRulesConflict = fmt.Errorf("spampede rules changed since the version edited: %w", ErrConflict)
+
+// saveRulesScript is SaveRules' compare-and-set. A stored value that is
+// not a rule set document (no numeric version) counts as none, so that a
+// save can repair it. Rewriting an identical document is a repeat: it is
+// written again so that this connection's WAIT covers it.
+// KEYS[1] rules key; ARGV[1] document; ARGV[2] its version.
+// Returns {1, version} when written or {0, stored version}.
+const saveRulesScript = `
+local cur = redis.call('GET', KEYS[1])
+local v = tonumber(ARGV[2])
+if cur and cur ~= ARGV[1] then
+  local ok, doc = pcall(cjson.decode, cur)
+  local stored = ok and type(doc) == 'table' and tonumber(doc.version)
+  if stored and stored + 1 ~= v then return {0, stored} end
+end
+redis.call('SET', KEYS[1], ARGV[1])
+return {1, v}
+`
 
 // incrScript counts ARGV[2] unallocated bookings and makes sure the
 // counter expires: EXPIRE ... NX sets the TTL on the first increment and
@@ -32,13 +59,14 @@ return n
 
 // SpampedeCounters implements spampede.Store on Redis.
 type SpampedeCounters struct {
-	r    router
-	incr script
+	r         router
+	incr      script
+	saveRules script
 }
 
 // NewSpampedeCounters returns the Redis counter store of the Spampede filter.
 func NewSpampedeCounters(r router) *SpampedeCounters {
-	return &SpampedeCounters{r: r, incr: newScript(incrScript)}
+	return &SpampedeCounters{r: r, incr: newScript(incrScript), saveRules: newScript(saveRulesScript)}
 }
 
 // Counts reads a cell's current and previous bucket in one command.
@@ -77,7 +105,8 @@ func (s *SpampedeCounters) Record(ctx context.Context, keys []spampede.Key, buck
 	return errors.Join(errs...)
 }
 
-// LoadRules reads the shared rule set; ok is false when none is stored.
+// LoadRules reads the shared rule set from the primary; ok is false when
+// none is stored.
 func (s *SpampedeCounters) LoadRules(ctx context.Context) (rs spampede.RuleSet, ok bool, err error) {
 	res := s.r.Exec(ctx, []redisroute.Cmd{{Args: []any{"GET", spampedeRulesKey}, Key: spampedeRulesKey, Fresh: true}})[0]
 	if res.Err != nil {
@@ -91,12 +120,58 @@ func (s *SpampedeCounters) LoadRules(ctx context.Context) (rs spampede.RuleSet, 
 	return rs, err == nil, err
 }
 
-// SaveRules stores the rule set for every instance.
+// SaveRules stores raw, a rule set document of version v, for every
+// instance by compare-and-set: it replaces only the document of version
+// v-1 (or an empty store), so two edits of one version cannot both be
+// saved. Saving the stored document again succeeds, which makes a retry
+// safe. Errors:
+//   - ErrRulesConflict (an ErrConflict): another document is stored; its
+//     version is in the message. Nothing was written.
+//   - ErrUnavailable wrapping redisroute.ErrUnconfirmed: the document is
+//     stored on the primary, and every instance reads it from there, but no
+//     replica acknowledged it in time, so a failover may still lose it.
+//     Saving it again repeats the write and waits for a replica again. On
+//     a cluster without replicas every save ends so.
 func (s *SpampedeCounters) SaveRules(ctx context.Context, raw []byte) error {
-	c := redisroute.Write("SET", spampedeRulesKey, string(raw))
-	c.Acks = 1
-	if err := s.r.Exec(ctx, []redisroute.Cmd{c})[0].Err; err != nil && !errors.Is(err, redisroute.ErrUnconfirmed) {
-		return storeErr(err)
+	rs, err := spampede.ParseRuleSet(raw)
+	if err != nil {
+		return err
+	}
+	c := s.saveRules.cmd(spampedeRulesKey, string(raw), rs.Version)
+	c.Acks = rulesAcks
+	res := s.saveRules.exec(ctx, s.r, []redisroute.Cmd{c})[0]
+	// An unconfirmed reply is still a reply: a conflict wrote nothing, so
+	// it is a conflict whatever the replicas said.
+	if reply, _ := res.Val.([]any); len(reply) == 2 {
+		if written, _ := reply[0].(int64); written == 0 {
+			stored, _ := reply[1].(int64)
+			return fmt.Errorf("%w: version %d is stored, so version %d cannot replace it", ErrRulesConflict, stored, rs.Version)
+		}
+	} else if res.Err == nil {
+		return fmt.Errorf("save spampede rules: unexpected reply %v", res.Val)
+	}
+	if res.Err != nil {
+		return storeErr(res.Err)
 	}
 	return nil
+}
+
+// SeedRules stores raw, a rule set document, only if none is stored, and
+// returns the rule set stored afterwards: raw's or the one found. An
+// unconfirmed write is reported as SaveRules reports it.
+func (s *SpampedeCounters) SeedRules(ctx context.Context, raw []byte) (spampede.RuleSet, error) {
+	rs, err := spampede.ParseRuleSet(raw)
+	if err != nil {
+		return rs, err
+	}
+	c := redisroute.Write("SET", spampedeRulesKey, string(raw), "NX", "GET")
+	c.Acks = rulesAcks
+	res := s.r.Exec(ctx, []redisroute.Cmd{c})[0]
+	if found, ok := res.Val.(string); ok {
+		return spampede.ParseRuleSet([]byte(found))
+	}
+	if res.Err != nil {
+		return rs, storeErr(res.Err)
+	}
+	return rs, nil
 }
