@@ -15,10 +15,19 @@ import (
 // step. The index holds available drivers only, so that a nearby search does
 // not wade through busy ones: an available driver is added to its cell's set
 // and, when it crossed into a new cell, removed from the old one; any other
-// driver is removed. The hash and the index live on different slots, so the
-// index is updated after the hash; a lost index write, or one that raced a
-// reservation, is put right by the next heartbeat (and a search checks every
-// driver's own record anyway).
+// driver is removed. Every driver's heartbeat also raises its liveness in
+// the cell (keys.go) and sweeps a few members silent for longer than
+// StaleAfter out of the cell, so dead drivers do not crowd a search's
+// nearest candidates. The hash and the index live on different slots, so
+// the index is updated after the hash; a lost index write, or one that
+// raced a reservation, is put right by the next heartbeat (and a search
+// checks every driver's own record anyway).
+//
+// Each heartbeat also pushes the hash's expiry DriverTTL out. Reserved and
+// on-trip drivers heartbeat like any other, so only a driver silent for the
+// whole TTL loses its hash; a reservation it held goes with it (the booking
+// still names the driver, and Release finds none to release), and its next
+// heartbeat, if any, brings it back offline.
 func (s *Drivers) Heartbeat(ctx context.Context, id string, loc driver.Location, now time.Time) (driver.Driver, error) {
 	if err := driver.ValidateID(id); err != nil {
 		return driver.Driver{}, err
@@ -32,7 +41,8 @@ func (s *Drivers) Heartbeat(ctx context.Context, id string, loc driver.Location,
 	}
 	cell := c.String()
 	lat, lng := strconv.FormatFloat(loc.Lat, 'f', -1, 64), strconv.FormatFloat(loc.Lng, 'f', -1, 64)
-	res := s.heartbeat.run(ctx, s.r, driverKey(id), id, lat, lng, now.UnixMilli(), cell)
+	hb := now.UnixMilli()
+	res := s.heartbeat.run(ctx, s.r, driverKey(id), id, lat, lng, hb, cell, s.cfg.DriverTTL.Milliseconds())
 	if res.Err != nil {
 		return driver.Driver{}, storeErr(res.Err)
 	}
@@ -44,20 +54,50 @@ func (s *Drivers) Heartbeat(ctx context.Context, id string, loc driver.Location,
 	oldCell, _ := reply[1].(string)
 	status, _ := reply[2].(string)
 	if applied == 1 {
-		index := []redisroute.Cmd{indexCmd(id, cell, loc, driver.Status(status) == driver.StatusAvailable)}
-		if oldCell != "" && oldCell != cell {
-			index = append(index, redisroute.Write("ZREM", geoKey(oldCell), id))
+		available := "0"
+		if driver.Status(status) == driver.StatusAvailable {
+			available = "1"
 		}
-		if err := s.r.Exec(ctx, index).Err(); err != nil {
+		put := cellCmd(s.index, cell, id, loc.Lng, loc.Lat, hb, available, s.staleCutoff(now), sweepLimit)
+		if err := s.index.exec(ctx, s.r, []redisroute.Cmd{put})[0].Err; err != nil {
 			return driver.Driver{}, storeErr(err)
+		}
+		// Leaving a cell: out of both its sets, unless the cell heard from
+		// the driver after this heartbeat (index writes can land out of order).
+		if oldCell != "" && oldCell != cell {
+			if err := s.sweep.exec(ctx, s.r, []redisroute.Cmd{cellCmd(s.sweep, oldCell, hb+1, id)})[0].Err; err != nil {
+				return driver.Driver{}, storeErr(err)
+			}
 		}
 	}
 	d, _, err := s.get(ctx, id, true)
 	return d, err
 }
 
-// indexCmd puts a driver in its cell's geo set if it is available, and takes
-// it out if not.
+// sweepLimit bounds the members one index write or one search sweeps out of
+// a cell, so that no write does much work however many drivers died at once.
+// Every heartbeat in the cell sweeps, so the backlog still clears fast.
+const sweepLimit = 32
+
+// staleCutoff is the liveness (unix ms) below which a driver is stale at now.
+func (s *Drivers) staleCutoff(now time.Time) int64 {
+	return now.Add(-s.rules.StaleAfter).UnixMilli()
+}
+
+// cellCmd runs sc (indexScript or sweepScript) on a cell's geo and liveness
+// sets, which share the cell's tag and so its slot.
+func cellCmd(sc script, cell string, args ...any) redisroute.Cmd {
+	geo := geoKey(cell)
+	return redisroute.Cmd{Args: append([]any{"EVALSHA", sc.sha, 2, geo, livenessKey(cell)}, args...), Key: geo, Write: true}
+}
+
+// indexCmd is a transition's write to the geo index: it puts a driver in
+// its cell's geo set if it is available, and takes it out if not. It leaves
+// the cell's liveness to heartbeats, which alone know when the driver was
+// last heard from: a reserved driver keeps heartbeating and keeps its
+// liveness, so a decline puts it back live. A driver put back after its
+// liveness was swept has none until its next heartbeat; a search checks its
+// record and sweeps it if that is stale.
 func indexCmd(id, cell string, loc driver.Location, available bool) redisroute.Cmd {
 	if available {
 		return redisroute.Write("GEOADD", geoKey(cell), loc.Lng, loc.Lat, id)

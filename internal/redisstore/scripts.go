@@ -24,9 +24,10 @@ return {1, v + 1}
 
 // heartbeatScript records a location unless a newer heartbeat is already
 // stored (heartbeats can arrive out of order), creating an offline driver
-// on first sight. It leaves the version alone so that a heartbeat never
-// makes a concurrent reservation fail.
-// KEYS[1] driver hash; ARGV id, lat, lng, heartbeat ms, cell.
+// on first sight, and pushes the hash's expiry TTL ms out: a driver silent
+// that long is forgotten (see Config.DriverTTL). It leaves the version
+// alone so that a heartbeat never makes a concurrent reservation fail.
+// KEYS[1] driver hash; ARGV id, lat, lng, heartbeat ms, cell, TTL ms.
 // Returns {applied 0/1, previous cell, status}.
 const heartbeatScript = `
 local hb = tonumber(redis.call('HGET', KEYS[1], 'hb') or '-1')
@@ -37,7 +38,50 @@ if redis.call('HEXISTS', KEYS[1], 'id') == 0 then
   redis.call('HSET', KEYS[1], 'id', ARGV[1], 'st', 'offline', 'svc', '', 'v', 0)
 end
 redis.call('HSET', KEYS[1], 'lat', ARGV[2], 'lng', ARGV[3], 'hb', ARGV[4], 'cell', ARGV[5])
+redis.call('PEXPIRE', KEYS[1], ARGV[6])
 return {1, old, st}
+`
+
+// indexScript is a heartbeat's write to its cell: the driver joins the geo
+// set if available and leaves it if not, its liveness is raised to this
+// heartbeat (GT: a late index write never lowers it), and up to a bounded
+// number of members whose liveness is older than the cutoff leave both
+// sets, so every heartbeat sweeps a little and none does much.
+// KEYS[1] geo set, KEYS[2] liveness set, of one cell; ARGV id, lng, lat,
+// heartbeat ms, available 1/0, stale cutoff ms, sweep limit.
+// Returns the number of members swept.
+const indexScript = `
+if ARGV[5] == '1' then
+  redis.call('GEOADD', KEYS[1], ARGV[2], ARGV[3], ARGV[1])
+else
+  redis.call('ZREM', KEYS[1], ARGV[1])
+end
+redis.call('ZADD', KEYS[2], 'GT', ARGV[4], ARGV[1])
+local dead = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', '(' .. ARGV[6], 'LIMIT', 0, tonumber(ARGV[7]))
+if #dead > 0 then
+  redis.call('ZREM', KEYS[1], unpack(dead))
+  redis.call('ZREM', KEYS[2], unpack(dead))
+end
+return #dead
+`
+
+// sweepScript takes members out of a cell's geo and liveness sets unless
+// the liveness set has heard from them since the cutoff: the caller's
+// evidence (a stale or missing record, a move to another cell) was read
+// before this runs, and a heartbeat that landed in between wins.
+// KEYS[1] geo set, KEYS[2] liveness set, of one cell; ARGV cutoff ms, ids.
+// Returns the number of members taken out of the geo set.
+const sweepScript = `
+local cutoff = tonumber(ARGV[1])
+local n = 0
+for i = 2, #ARGV do
+  local hb = redis.call('ZSCORE', KEYS[2], ARGV[i])
+  if not hb or tonumber(hb) < cutoff then
+    n = n + redis.call('ZREM', KEYS[1], ARGV[i])
+    redis.call('ZREM', KEYS[2], ARGV[i])
+  end
+end
+return n
 `
 
 // script is a Lua script run by SHA, loaded on first NOSCRIPT.

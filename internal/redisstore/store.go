@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -25,14 +26,37 @@ type Config struct {
 	// CASAttempts bounds read-modify-write retries when a driver changes
 	// under a transition.
 	CASAttempts int
+	// DriverTTL is how long a driver's hash outlives its last heartbeat, so
+	// drivers who went silent for good do not pile up. It must be many
+	// times driver.Rules.StaleAfter (see minTTLFactor): a driver in a
+	// tunnel misses heartbeats for minutes, and losing the hash logs them
+	// off. Busy drivers heartbeat too, so a reservation or trip in progress
+	// keeps its driver; a driver whose app died with a reservation loses
+	// it with the hash, and Release finds no driver to release.
+	DriverTTL time.Duration
+	// SweepWait bounds how long a nearby search waits, after its answer is
+	// built, for the best-effort write that sweeps the stale and missing
+	// drivers it met out of the index; 0 turns that sweep off (heartbeats
+	// still sweep). It keeps a slow primary off the read path's latency.
+	SweepWait time.Duration
 }
 
+// minTTLFactor is how many times StaleAfter a driver hash must outlive its
+// last heartbeat at least.
+const minTTLFactor = 10
+
 // DefaultConfig returns the defaults.
-func DefaultConfig() Config { return Config{GeoCellBits: 25, CASAttempts: 5} }
+func DefaultConfig() Config {
+	return Config{GeoCellBits: 25, CASAttempts: 5, DriverTTL: time.Hour, SweepWait: 50 * time.Millisecond}
+}
 
 // RegisterFlags registers the store's flags.
 func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.UintVar(&c.GeoCellBits, "geo-cell-bits", c.GeoCellBits, "geohash bits of the driver geo index cells (25 ≈ 4.9 km)")
+	fs.DurationVar(&c.DriverTTL, "driver-ttl", c.DriverTTL,
+		"how long a driver's record outlives its last heartbeat (at least 10 × driver.stale-after)")
+	fs.DurationVar(&c.SweepWait, "nearby-sweep-wait", c.SweepWait,
+		"how long a nearby search waits for its best-effort cleanup of dead drivers from the index (0 = no cleanup by searches)")
 }
 
 // Validate reports a config that cannot work.
@@ -44,6 +68,12 @@ func (c Config) Validate() error {
 	if c.CASAttempts < 1 {
 		errs = append(errs, fmt.Errorf("cas attempts must be at least 1, got %d", c.CASAttempts))
 	}
+	if c.DriverTTL < time.Second {
+		errs = append(errs, fmt.Errorf("driver ttl must be at least 1s, got %v", c.DriverTTL))
+	}
+	if c.SweepWait < 0 {
+		errs = append(errs, fmt.Errorf("nearby sweep wait must not be negative, got %v", c.SweepWait))
+	}
 	return errors.Join(errs...)
 }
 
@@ -54,6 +84,8 @@ type Drivers struct {
 	rules     driver.Rules
 	cas       script
 	heartbeat script
+	index     script
+	sweep     script
 }
 
 // NewDrivers returns a driver store on r.
@@ -61,7 +93,11 @@ func NewDrivers(r router, cfg Config, rules driver.Rules) (*Drivers, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	return &Drivers{r: r, cfg: cfg, rules: rules, cas: newScript(casScript), heartbeat: newScript(heartbeatScript)}, nil
+	if cfg.DriverTTL < minTTLFactor*rules.StaleAfter {
+		return nil, fmt.Errorf("driver ttl %v must be at least %d × driver.stale-after (%v)", cfg.DriverTTL, minTTLFactor, rules.StaleAfter)
+	}
+	return &Drivers{r: r, cfg: cfg, rules: rules, cas: newScript(casScript), heartbeat: newScript(heartbeatScript),
+		index: newScript(indexScript), sweep: newScript(sweepScript)}, nil
 }
 
 // storeErr classifies a routing error: a Redis reply error is a bug or bad
