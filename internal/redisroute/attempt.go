@@ -26,29 +26,30 @@ type attempt struct {
 // node's health. It is called on its own goroutine; the replies are read by
 // the call only after the attempt is reported on the call's event channel.
 func (r *Router) send(ctx context.Context, a *attempt, cmds []Cmd) {
-	pipe := a.node.client.Pipeline()
+	var wire []redis.Cmder
 	if a.asking {
-		pipe.Process(ctx, redis.NewStatusCmd(ctx, "asking"))
+		wire = append(wire, redis.NewStatusCmd(ctx, "asking"))
 	}
 	a.replies = make([]redis.Cmder, len(a.idx))
 	for k, i := range a.idx {
 		c := redis.NewCmd(ctx, cmds[i].Args...)
 		a.replies[k] = c
-		pipe.Process(ctx, c)
+		wire = append(wire, c)
 	}
 	var wait *redis.IntCmd
 	if acks := maxAcks(a.idx, cmds); acks > 0 {
 		// WAIT covers every write sent before it on this connection.
 		wait = redis.NewIntCmd(ctx, "wait", acks, r.cfg.AckTimeout.Milliseconds())
-		pipe.Process(ctx, wait)
+		wire = append(wire, wait)
 	}
-	start := time.Now()
+	start := r.clock.Now()
 	a.node.begin(start)
-	_, err := pipe.Exec(ctx)
+	err := a.node.pipe.Exec(ctx, wire)
+	stampPipelineErr(err, wire)
 	if wait != nil {
 		a.acked = wait.Val()
 	}
-	end := time.Now()
+	end := r.clock.Now()
 	a.rtt = end.Sub(start)
 	cl := classify(batchErr(err, a.replies))
 	a.node.end(end, a.rtt, !cl.nodeFault() && cl != classCanceled)
@@ -81,8 +82,11 @@ func batchErr(err error, replies []redis.Cmder) error {
 func (r *Router) nodeFailed(n *node, cl class, err error) {
 	kind := "unanswered"
 	reason := ejectUnanswered
-	if cl == classUnsent {
+	switch cl {
+	case classUnsent:
 		kind, reason = "unsent", ejectRefused
+	case classRefused:
+		kind, reason = "auth", ejectAuth
 	}
 	r.m.nodeErrors.WithLabelValues(n.addr, kind).Inc()
 	r.eject(n, reason)

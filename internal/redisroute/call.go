@@ -43,7 +43,7 @@ type call struct {
 	left    int
 	events  chan event
 	done    chan struct{}
-	timers  []*time.Timer
+	timers  []stopper
 	inbound int // attempts whose event has not arrived
 }
 
@@ -111,7 +111,7 @@ func (c *call) dispatch(t *topology, idx []int, via Via) {
 			c.finish(i, Result{Err: ErrNoNode})
 			continue
 		}
-		g := group{s, c.cmds[i].Write, c.cmds[i].Fresh && via != ViaRetry}
+		g := group{s, c.cmds[i].Write, c.cmds[i].Fresh}
 		if _, ok := groups[g]; !ok {
 			order = append(order, g)
 		}
@@ -119,18 +119,21 @@ func (c *call) dispatch(t *topology, idx []int, via Via) {
 	}
 	for _, g := range order {
 		members := groups[g]
-		if g.write {
-			if c.r.hopeless(g.s.primary, time.Now()) {
+		if g.write || g.fresh {
+			// Only the primary can take a write or answer a read that must
+			// see the latest write: a replica's answer may be stale, so
+			// neither ever goes elsewhere, however slow the primary.
+			if c.r.hopeless(g.s.primary, c.r.clock.Now()) {
 				// Not sent, so not ambiguous: the caller learns now, not at its deadline.
+				err := errPrimaryStalled
+				if !g.write {
+					err = errFreshPrimaryStalled
+				}
 				for _, i := range members {
-					c.finishErr(i, errPrimaryStalled)
+					c.finishErr(i, err)
 				}
 				continue
 			}
-			c.launch(&attempt{node: g.s.primary, idx: members, via: via})
-			continue
-		}
-		if g.fresh && g.s.primary.healthy() {
 			c.launch(&attempt{node: g.s.primary, idx: members, via: via})
 			continue
 		}
@@ -215,14 +218,16 @@ func (c *call) launch(a *attempt) {
 		case <-c.done:
 		}
 	}()
-	if a.via != ViaHedge && !c.anyWrite(a.idx) && c.r.cfg.HedgeBudget > 0 {
+	if a.via != ViaHedge && !c.primaryOnly(a.idx) && c.r.cfg.HedgeBudget > 0 {
 		c.after(a.node.hedgeDelay(c.r.cfg), event{hedge: a})
 	}
 }
 
-func (c *call) anyWrite(idx []int) bool {
+// primaryOnly reports whether any of the commands may only be served by
+// its primary: a write, or a fresh read. Such an attempt is never hedged.
+func (c *call) primaryOnly(idx []int) bool {
 	for _, i := range idx {
-		if c.cmds[i].Write {
+		if c.cmds[i].Write || c.cmds[i].Fresh {
 			return true
 		}
 	}
@@ -230,7 +235,7 @@ func (c *call) anyWrite(idx []int) bool {
 }
 
 func (c *call) after(d time.Duration, ev event) {
-	c.timers = append(c.timers, time.AfterFunc(d, func() {
+	c.timers = append(c.timers, c.r.clock.AfterFunc(d, func() {
 		select {
 		case c.events <- ev:
 		case <-c.done:
@@ -249,7 +254,7 @@ func (c *call) onHedge(a *attempt) {
 	// may answer "missing" for a key that moved), a replica's answer would
 	// be faster but could be wrong: it is only asked once the primary is
 	// not answering at all, as for any fallback.
-	now := time.Now()
+	now := c.r.clock.Now()
 	if c.r.policyAt(now) == Primary && a.node.healthy() && !c.r.stalled(a.node, now) {
 		c.rearm(a, c.r.cfg.StallAfter)
 		return
@@ -278,7 +283,7 @@ func (c *call) onHedge(a *attempt) {
 // now instead of at their deadline; otherwise look again once the node has
 // had time to count as hopeless.
 func (c *call) noHedge(a *attempt, open []int, err error) {
-	if c.r.hopeless(a.node, time.Now()) {
+	if c.r.hopeless(a.node, c.r.clock.Now()) {
 		if err == nil {
 			err = errShardStalled
 		}
@@ -317,6 +322,10 @@ func (c *call) onDone(a *attempt) {
 			st.lastErr = fmt.Errorf("%s: %w", a.node.addr, err)
 		}
 		write := c.cmds[i].Write
+		// A fresh read has one possible node, like a write: it waits for
+		// the primary to come back (or be replaced) instead of retrying at
+		// once on a node it may not use.
+		primaryOnly := write || c.cmds[i].Fresh
 		switch cl {
 		case classOK:
 			res := Result{Val: value(a.replies[k]), Node: a.node.addr, Via: a.via}
@@ -333,7 +342,7 @@ func (c *call) onDone(a *attempt) {
 			} else {
 				c.r.requestRefresh(refreshMoved)
 			}
-			c.r.migratingUntil.Store(time.Now().Add(c.r.cfg.MigrationGrace).UnixNano())
+			c.r.migratingUntil.Store(c.r.clock.Now().Add(c.r.cfg.MigrationGrace).UnixNano())
 			st.sent = false // a redirect reply means it did not run here
 			st.tried = removeNode(st.tried, a.node)
 			if st.redirects++; st.redirects > maxRedirects || !validAddr(addr) {
@@ -355,16 +364,17 @@ func (c *call) onDone(a *attempt) {
 			if cl != classTryAgain {
 				c.r.requestRefresh(refreshNotServed)
 			}
-			if cl == classNotServed && !write {
+			if cl == classNotServed && !primaryOnly {
 				retryNow = append(retryNow, i)
 			} else {
 				c.backoff(i)
 			}
-		case classUnsent:
-			if write {
+		case classUnsent, classRefused:
+			switch {
+			case primaryOnly:
 				st.sent = false
 				c.backoff(i)
-			} else if st.pending == 0 {
+			case st.pending == 0:
 				retryNow = append(retryNow, i)
 			}
 		case classUnanswered, classCanceled:
@@ -374,6 +384,8 @@ func (c *call) onDone(a *attempt) {
 				c.finishErr(i, fmt.Errorf("%w: %w", ErrAmbiguous, st.lastErr))
 			case cl == classCanceled:
 				c.finishErr(i, st.lastErr)
+			case primaryOnly:
+				c.backoff(i)
 			default:
 				retryNow = append(retryNow, i)
 			}
@@ -409,7 +421,7 @@ func (c *call) retry(idx []int) {
 func (c *call) backoff(i int) {
 	st := &c.st[i]
 	st.backoff = min(max(2*st.backoff, 10*time.Millisecond), 250*time.Millisecond)
-	if dl, ok := c.ctx.Deadline(); ok && time.Until(dl) < st.backoff {
+	if dl, ok := c.ctx.Deadline(); ok && dl.Sub(c.r.clock.Now()) < st.backoff {
 		c.finishErr(i, st.lastErr)
 		return
 	}

@@ -15,9 +15,11 @@ type Cmd struct {
 	// are never replayed once they may have run. Reads are idempotent: they
 	// may be hedged or retried on any node of the shard.
 	Write bool
-	// Fresh, for a read, sends it to the primary: read-your-writes, for a
-	// read-modify-write that must see the latest version. It is still
-	// retried on a replica if the primary does not answer.
+	// Fresh, for a read, sends it to the primary only: read-your-writes,
+	// for a read-modify-write that must see the latest version. It is never
+	// hedged or retried on a replica, whose answer may be stale; if the
+	// primary cannot answer, it fails (ErrUnavailable) or waits for a
+	// failover within the call's deadline, like a write.
 	Fresh bool
 	// Acks, for a write, is how many replicas must acknowledge it (WAIT)
 	// before it is reported as done; fewer gives ErrUnconfirmed.

@@ -43,6 +43,7 @@ const (
 	classClusterDn        // CLUSTERDOWN / MASTERDOWN: back off, refresh
 	classNotServed        // READONLY / LOADING: this node cannot serve it now; refresh, other node
 	classUnsent           // the request never left: dial failed, pool exhausted
+	classRefused          // the node refused us: authentication or permission failed (WRONGPASS, NOAUTH, NOPERM); nothing ran
 	classUnanswered       // sent (maybe), no reply: timeout, EOF, reset
 	classCanceled         // the caller's context ended
 )
@@ -67,6 +68,8 @@ func classify(err error) class {
 		return classClusterDn
 	case redis.IsReadOnlyError(err), redis.IsLoadingError(err):
 		return classNotServed
+	case isRefusal(err):
+		return classRefused
 	}
 	var rerr redis.Error
 	if errors.As(err, &rerr) {
@@ -76,6 +79,24 @@ func classify(err error) class {
 		return classUnsent
 	}
 	return classUnanswered
+}
+
+// isRefusal reports the Redis errors of a node that will not serve this
+// client: a password or ACL user it does not know (a rotation half done, a
+// replaced node without the ACL user), a user without the rights Apollo
+// needs, or no room for another client. Raised during the connection's
+// set-up, they fail every command sent on it, and none of them ran.
+func isRefusal(err error) bool {
+	if redis.IsAuthError(err) || redis.IsPermissionError(err) || redis.IsMaxClientsError(err) {
+		return true
+	}
+	var rerr redis.Error
+	if !errors.As(err, &rerr) {
+		return false
+	}
+	// AUTH sent to a node that has no password, and Redis < 6's wording.
+	msg := rerr.Error()
+	return strings.HasPrefix(msg, "ERR AUTH") || strings.HasPrefix(msg, "ERR invalid password") || strings.HasPrefix(msg, "ERR Client sent AUTH")
 }
 
 // isUnsent reports errors raised before a request could have been written.
@@ -94,5 +115,11 @@ func isUnsent(err error) bool {
 // nodeFault reports whether the error says the node itself is unwell (as
 // opposed to the command or the caller).
 func (c class) nodeFault() bool {
-	return c == classUnsent || c == classUnanswered
+	return c == classUnsent || c == classRefused || c == classUnanswered
+}
+
+// notRun reports errors that prove the command did not run, so a write may
+// be sent again.
+func (c class) notRun() bool {
+	return c == classUnsent || c == classRefused
 }

@@ -11,6 +11,7 @@ const (
 	ejectRefused    = "refused"
 	ejectUnanswered = "unanswered"
 	ejectStalled    = "stalled"
+	ejectAuth       = "auth" // the node refused our credentials or rights
 )
 
 // eject stops routing to n until probes re-admit it. It refuses to eject
@@ -56,14 +57,14 @@ func (r *Router) watchdogLoop() {
 	every := max(r.cfg.StallAfter/4, time.Millisecond)
 	tick := time.NewTicker(every)
 	defer tick.Stop()
-	last := time.Now()
+	last := r.clock.Now()
 	for {
 		select {
 		case <-r.stop:
 			return
 		case <-tick.C:
 		}
-		now := time.Now()
+		now := r.clock.Now()
 		// Only a pause as long as the stall threshold can make a healthy
 		// node look stalled; shorter scheduling delays are ignored, or on a
 		// busy machine the floor would move so often that nothing ever
@@ -158,7 +159,7 @@ func (r *Router) probeResult(n *node, ok bool) {
 	if n.probeOK < r.cfg.ReadmitAfter {
 		return
 	}
-	n.lastProgress.Store(time.Now().UnixNano())
+	n.lastProgress.Store(r.clock.Now().UnixNano())
 	n.ejected.Store(false)
 	r.m.ejected.WithLabelValues(n.addr).Set(0)
 	r.log.Info("redis node re-admitted", "node", n.addr)

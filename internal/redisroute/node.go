@@ -14,6 +14,7 @@ import (
 type node struct {
 	addr   string
 	client *redis.Client
+	pipe   pipeliner     // the request path; client, except in tests
 	probe  *redis.Client // separate, tiny pool: probes never queue behind stuck requests
 
 	ejected      atomic.Bool
@@ -48,7 +49,8 @@ func newNode(addr string, cfg Config, m *metrics) *node {
 	probeOpt := *opt
 	probeOpt.PoolSize = 1
 	probeOpt.PipelinePoolSize = -1
-	n := &node{addr: addr, client: redis.NewClient(opt), probe: redis.NewClient(&probeOpt), m: m.forNode(addr)}
+	client := redis.NewClient(opt)
+	n := &node{addr: addr, client: client, pipe: goRedisPipeliner{client}, probe: redis.NewClient(&probeOpt), m: m.forNode(addr)}
 	if cfg.PrimaryFallbackRate > 0 {
 		n.fallback = rate.NewLimiter(rate.Limit(cfg.PrimaryFallbackRate), max(cfg.PrimaryFallbackRate/10, 1))
 	}

@@ -14,6 +14,10 @@ var errPrimaryCapped = fmt.Errorf("%w: the primary's fallback read cap is reache
 // errPrimaryStalled: a write was not sent because its primary is not answering.
 var errPrimaryStalled = fmt.Errorf("%w: the primary is not answering; the write was not sent", ErrUnavailable)
 
+// errFreshPrimaryStalled: a read that must see the latest write was not sent
+// because its primary is not answering (a replica could answer stale).
+var errFreshPrimaryStalled = fmt.Errorf("%w: the primary is not answering; a read of the latest write cannot go to a replica", ErrUnavailable)
+
 // errShardStalled: every node of the shard was tried or is hung.
 var errShardStalled = fmt.Errorf("%w: every node of the shard failed or is not answering", ErrUnavailable)
 
@@ -21,7 +25,7 @@ var errShardStalled = fmt.Errorf("%w: every node of the shard failed or is not a
 // skipping nodes in exclude. The policy decides the preference; health and
 // the primary's fallback cap decide what is allowed.
 func (r *Router) pickRead(s *shard, n int, exclude []*node) (*node, Via, error) {
-	now := time.Now()
+	now := r.clock.Now()
 	// A stalled node (requests waiting, nothing answered) is not preferred,
 	// even when it is too important to eject; a hopeless one (silent for
 	// longer) is never chosen: a request sent to it would only wait for its

@@ -15,9 +15,10 @@ import (
 // It owns three background goroutines (topology refresh, stall watchdog,
 // prober) and the in-flight requests; Close stops and waits for all of them.
 type Router struct {
-	cfg Config
-	log *slog.Logger
-	m   *metrics
+	cfg   Config
+	log   *slog.Logger
+	m     *metrics
+	clock clock
 
 	topo       atomic.Pointer[topology]
 	refreshCh  chan string
@@ -59,6 +60,7 @@ func New(ctx context.Context, cfg Config, reg prometheus.Registerer, log *slog.L
 		cfg:       cfg,
 		log:       log,
 		m:         m,
+		clock:     realClock{},
 		refreshCh: make(chan string, 1),
 		nodes:     map[string]*node{},
 		hedges:    newBudget(cfg.HedgeBudget, cfg.BudgetBurst),

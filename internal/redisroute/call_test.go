@@ -1,0 +1,223 @@
+package redisroute
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// The call state machine, pinned with scripted nodes and a test clock:
+// what each kind of node failure does to a read, a fresh read and a write.
+
+var errWrongPass = redis.Error(wrongPass{})
+
+type wrongPass struct{}
+
+func (wrongPass) Error() string {
+	return "WRONGPASS invalid username-password pair or user is disabled."
+}
+func (wrongPass) RedisError() {}
+
+// shard3 is a 3 × 2 cluster whose first shard's nodes (p:1, a:1, b:1)
+// behave as given; the other shards are healthy.
+func shard3(primary, a, b func(int, []redis.Cmder) error) [][]*fakeNode {
+	shards := [][]*fakeNode{{newFakeNode("p:1", primary), newFakeNode("a:1", a), newFakeNode("b:1", b)}}
+	for _, s := range []string{"2", "3"} {
+		shards = append(shards, []*fakeNode{newFakeNode("p:"+s, answer("p:"+s, 2)), newFakeNode("a:"+s, answer("a:"+s, 2)), newFakeNode("b:"+s, answer("b:"+s, 2))})
+	}
+	return shards
+}
+
+func longCtx(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func TestAReplicaRefusingItsHandshakeIsAFailedNode(t *testing.T) {
+	c := newFakeCluster(t, shard3(answer("p:1", 2), failSetUp(errWrongPass), answer("b:1", 2)))
+	res := c.r.Exec(longCtx(t), []Cmd{Read("GET", c.key(0))})
+	if res[0].Err != nil || res[0].Val != "GET@b:1" || res[0].Via != ViaRetry {
+		t.Fatalf("got %+v, want the other replica's answer, by retry", res[0])
+	}
+	if !c.ejected("a:1") || c.counter("ejections", "a:1", ejectAuth) != 1 || c.counter("node_errors", "a:1", "auth") != 1 {
+		t.Errorf("a:1 ejected=%v ejections=%v errors=%v, want ejected once for auth", c.ejected("a:1"),
+			c.counter("ejections", "a:1", ejectAuth), c.counter("node_errors", "a:1", "auth"))
+	}
+	if got := c.counter("commands", "ok"); got != 1 {
+		t.Errorf("commands ok = %v, want 1 (the refused attempt is not a success)", got)
+	}
+	// The ejected node gets no more requests.
+	for i := 0; i < 10; i++ {
+		if r := c.r.Exec(longCtx(t), []Cmd{Read("GET", c.key(0))})[0]; r.Err != nil || r.Node == "a:1" {
+			t.Fatalf("after ejection: %+v", r)
+		}
+	}
+	if n := c.nodes["a:1"].pipe.(*fakeNode).callCount(); n != 1 {
+		t.Errorf("a:1 got %d requests, want 1", n)
+	}
+}
+
+func TestBothReplicasRefusingFallsBackToThePrimary(t *testing.T) {
+	c := newFakeCluster(t, shard3(answer("p:1", 2), failSetUp(errWrongPass), failSetUp(errWrongPass)))
+	if r := c.r.Exec(longCtx(t), []Cmd{Read("GET", c.key(0))})[0]; r.Err != nil || r.Node != "p:1" {
+		t.Fatalf("got %+v, want the primary's answer", r)
+	}
+	if !c.ejected("a:1") || !c.ejected("b:1") || c.ejected("p:1") {
+		t.Errorf("ejected a=%v b=%v p=%v, want both replicas and not the primary", c.ejected("a:1"), c.ejected("b:1"), c.ejected("p:1"))
+	}
+	if r := c.r.Exec(longCtx(t), []Cmd{Read("GET", c.key(0))})[0]; r.Err != nil || r.Node != "p:1" || r.Via != ViaFallback || r.Attempts != 1 {
+		t.Errorf("next call: %+v, want one attempt, a fallback to the primary", r)
+	}
+}
+
+func TestAWriteToAPrimaryRefusingItsHandshakeIsNeverDone(t *testing.T) {
+	c := newFakeCluster(t, shard3(failSetUp(errWrongPass), answer("a:1", 2), answer("b:1", 2)))
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	r := c.advanceUntil(t, c.exec(ctx, Write("SET", c.key(0), "v")), 50*time.Millisecond)[0]
+	if r.Err == nil || errors.Is(r.Err, ErrAmbiguous) || !strings.Contains(r.Err.Error(), "WRONGPASS") {
+		t.Fatalf("got %+v, want a failure that names WRONGPASS and is not ambiguous (nothing ran)", r)
+	}
+	for _, a := range []string{"a:1", "b:1"} {
+		if n := c.nodes[a].pipe.(*fakeNode).callCount(); n != 0 {
+			t.Errorf("a write went to replica %s %d times", a, n)
+		}
+	}
+}
+
+func TestAHungReplicaIsHedgedAround(t *testing.T) {
+	shards := shard3(answer("p:1", 2), answer("a:1", 2), answer("b:1", 2))
+	release := shards[0][1].hang()
+	c := newFakeCluster(t, shards)
+	res := c.exec(longCtx(t), Read("GET", c.key(0)))
+	waitArrived(t, shards[0][1])
+	c.waitTimers(t, 1)
+	c.clock.Advance(c.r.cfg.HedgeMin)
+	r := (<-res)[0]
+	if r.Err != nil || r.Node != "b:1" || r.Via != ViaHedge {
+		t.Fatalf("got %+v, want the hedge to b:1", r)
+	}
+	if c.counter("hedges", "sent") != 1 || c.counter("hedges", "won") != 1 {
+		t.Errorf("hedges sent=%v won=%v, want 1 and 1", c.counter("hedges", "sent"), c.counter("hedges", "won"))
+	}
+	release()
+}
+
+func TestAFreshReadIsNeverAnsweredByAReplica(t *testing.T) {
+	shards := shard3(answer("p:1", 2), answer("a:1", 2), answer("b:1", 2))
+	release := shards[0][0].hang()
+	c := newFakeCluster(t, shards)
+	res := c.exec(longCtx(t), Cmd{Args: []any{"GET", c.key(0)}, Key: c.key(0), Fresh: true})
+	waitArrived(t, shards[0][0])
+	// Far past every hedge delay and the stall threshold: still no replica.
+	for i := 0; i < 20; i++ {
+		c.clock.Advance(10 * time.Millisecond)
+	}
+	select {
+	case r := <-res:
+		t.Fatalf("the call ended while its primary was silent: %+v", r)
+	case <-time.After(20 * time.Millisecond):
+	}
+	release()
+	r := (<-res)[0]
+	if r.Err != nil || r.Node != "p:1" {
+		t.Fatalf("got %+v, want the primary's answer", r)
+	}
+	for _, f := range shards[0][1:] {
+		if n := f.callCount(); n != 0 {
+			t.Errorf("fresh read sent to replica %s %d times", f.addr, n)
+		}
+	}
+}
+
+func TestAFreshReadWhosePrimaryIsDownFailsRatherThanAskAReplica(t *testing.T) {
+	refused := &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}
+	c := newFakeCluster(t, shard3(failAll(refused), answer("a:1", 2), answer("b:1", 2)))
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	r := c.advanceUntil(t, c.exec(ctx, Cmd{Args: []any{"GET", c.key(0)}, Key: c.key(0), Fresh: true}), 50*time.Millisecond)[0]
+	if r.Err == nil {
+		t.Fatalf("got %+v, want a failure", r)
+	}
+	for _, a := range []string{"a:1", "b:1"} {
+		if n := c.nodes[a].pipe.(*fakeNode).callCount(); n != 0 {
+			t.Errorf("fresh read sent to replica %s %d times", a, n)
+		}
+	}
+}
+
+func TestAWriteWhoseReplyIsLostIsAmbiguousAndNotReplayed(t *testing.T) {
+	c := newFakeCluster(t, shard3(failAll(io.ErrUnexpectedEOF), answer("a:1", 2), answer("b:1", 2)))
+	r := c.r.Exec(longCtx(t), []Cmd{Write("SET", c.key(0), "v")})[0]
+	if !errors.Is(r.Err, ErrAmbiguous) {
+		t.Fatalf("got %+v, want ErrAmbiguous", r)
+	}
+	if n := c.nodes["p:1"].pipe.(*fakeNode).callCount(); n != 1 {
+		t.Errorf("the write was sent %d times, want once", n)
+	}
+}
+
+func TestAWriteThatWasNotSentIsSentAgain(t *testing.T) {
+	refused := &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}
+	ok := answer("p:1", 2)
+	c := newFakeCluster(t, shard3(func(call int, cmds []redis.Cmder) error {
+		if call == 1 {
+			return failAll(refused)(call, cmds)
+		}
+		return ok(call, cmds)
+	}, answer("a:1", 2), answer("b:1", 2)))
+	r := c.advanceUntil(t, c.exec(longCtx(t), Write("SET", c.key(0), "v")), 10*time.Millisecond)[0]
+	if r.Err != nil || r.Attempts != 2 {
+		t.Fatalf("got %+v, want success on the second attempt", r)
+	}
+}
+
+func TestAWriteWithTooFewAcksIsUnconfirmed(t *testing.T) {
+	c := newFakeCluster(t, shard3(answer("p:1", 0), answer("a:1", 2), answer("b:1", 2)))
+	w := Write("SET", c.key(0), "v")
+	w.Acks = 1
+	r := c.r.Exec(longCtx(t), []Cmd{w})[0]
+	if !errors.Is(r.Err, ErrUnconfirmed) || errors.Is(r.Err, ErrAmbiguous) {
+		t.Fatalf("got %+v, want ErrUnconfirmed", r)
+	}
+}
+
+func TestAnUnansweredReadIsRetriedOnAnotherNode(t *testing.T) {
+	c := newFakeCluster(t, shard3(answer("p:1", 2), failAll(io.EOF), answer("b:1", 2)))
+	r := c.r.Exec(longCtx(t), []Cmd{Read("GET", c.key(0))})[0]
+	if r.Err != nil || r.Node != "b:1" || r.Via != ViaRetry || r.Attempts != 2 {
+		t.Fatalf("got %+v, want b:1's answer by retry", r)
+	}
+	if c.counter("retries", "sent") != 1 {
+		t.Errorf("retries sent = %v, want 1", c.counter("retries", "sent"))
+	}
+}
+
+func TestACommandsOwnErrorFailsOnlyThatCommand(t *testing.T) {
+	wrongType := redis.Error(replyError("WRONGTYPE Operation against a key holding the wrong kind of value"))
+	c := newFakeCluster(t, shard3(answer("p:1", 2), func(_ int, cmds []redis.Cmder) error {
+		cmds[0].SetErr(wrongType)
+		cmds[1].(*redis.Cmd).SetVal("ok")
+		return wrongType
+	}, answer("b:1", 2)))
+	res := c.r.Exec(longCtx(t), []Cmd{Read("GET", c.key(0)), Read("GET", c.key(0))})
+	if !errors.Is(res[0].Err, wrongType) || res[1].Err != nil || res[1].Val != "ok" {
+		t.Fatalf("got %+v, want WRONGTYPE on the first command only", res)
+	}
+	if c.ejected("a:1") {
+		t.Error("a node was ejected for a command's own error")
+	}
+}
+
+type replyError string
+
+func (e replyError) Error() string { return string(e) }
+func (replyError) RedisError()     {}
