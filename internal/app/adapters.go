@@ -30,7 +30,7 @@ func (f finder) Find(ctx context.Context, service string, at driver.Location, ra
 	return out, nil
 }
 
-// reserver is dispatch.Reserver over the driver state machine.
+// reserver is dispatch.Reserver and booking.Drivers over the driver store.
 type reserver struct{ drivers *redisstore.Drivers }
 
 func (r reserver) Reserve(ctx context.Context, driverID, bookingID string, until, now time.Time) error {
@@ -42,22 +42,40 @@ func (r reserver) Reserve(ctx context.Context, driverID, bookingID string, until
 }
 
 // Release frees a driver reserved for a booking: expire when the driver let
-// the reservation lapse, decline otherwise (cancelled, or lost update).
+// the reservation lapse, decline otherwise (cancelled, or a lost update). A
+// driver that moved on from the booking, or whose record is gone, is
+// released already; one that accepted the booking or started its trip is
+// not released (booking.ErrDriverAccepted): the booking holds it.
 func (r reserver) Release(ctx context.Context, driverID, bookingID string, expired bool, now time.Time) error {
 	ev := driver.EventDecline
 	if expired {
 		ev = driver.EventExpire
 	}
-	_, err := r.drivers.Apply(ctx, driverID, driver.Transition{Event: ev, BookingID: bookingID}, now)
-	if errors.Is(err, driver.ErrIllegalTransition) || errors.Is(err, driver.ErrWrongBooking) {
-		return nil // the driver already moved on from this booking
+	d, err := r.drivers.Apply(ctx, driverID, driver.Transition{Event: ev, BookingID: bookingID}, now)
+	switch {
+	case errors.Is(err, driver.ErrIllegalTransition), errors.Is(err, driver.ErrWrongBooking):
+		if d.BookingID == bookingID && (d.Status == driver.StatusOnTrip || d.Status == driver.StatusReserved && d.Accepted) {
+			return booking.ErrDriverAccepted
+		}
+		return nil
+	case errors.Is(err, redisstore.ErrNotFound):
+		return nil
 	}
 	return err
 }
 
+// Get reads a driver from its primary: the pipeline decides on it.
+func (r reserver) Get(ctx context.Context, id string) (driver.Driver, error) {
+	return r.drivers.GetFresh(ctx, id)
+}
+
+func (r reserver) Apply(ctx context.Context, id string, tr driver.Transition, now time.Time) (driver.Driver, error) {
+	return r.drivers.Apply(ctx, id, tr, now)
+}
+
 // DriversWithBookings is the driver store as drivers' apps see it (the
 // HTTP API, and simulated fleets): a driver's accept or decline also moves
-// the booking the driver was reserved for.
+// the booking the driver was reserved for (booking.Service.Respond).
 type DriversWithBookings struct {
 	*redisstore.Drivers
 	bookings *booking.Service
@@ -67,21 +85,5 @@ func (d DriversWithBookings) Apply(ctx context.Context, id string, tr driver.Tra
 	if tr.Event != driver.EventAccept && tr.Event != driver.EventDecline {
 		return d.Drivers.Apply(ctx, id, tr, now)
 	}
-	bookingID := tr.BookingID
-	if bookingID == "" {
-		before, err := d.Drivers.Get(ctx, id)
-		if err != nil {
-			return before, err
-		}
-		bookingID = before.BookingID
-	}
-	tr.BookingID = bookingID
-	next, err := d.Drivers.Apply(ctx, id, tr, now)
-	if err != nil {
-		return next, err
-	}
-	// The driver's answer is recorded; the booking follows. If that fails,
-	// the workers reconcile it (an expired reservation returns it to search).
-	_ = d.bookings.DriverResponded(ctx, bookingID, id, tr.Event == driver.EventAccept)
-	return next, nil
+	return d.bookings.Respond(ctx, id, tr.BookingID, tr.Event == driver.EventAccept)
 }

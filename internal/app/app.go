@@ -52,6 +52,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, opts ...Option) (*Ap
 	if a.router, err = redisroute.New(ctx, cfg.Redis, a.reg, log.With("component", "redisroute")); err != nil {
 		return nil, err
 	}
+	cfg.Store.Acks = cfg.BookingAcks // a reservation counts as a booking write does
 	if a.drivers, err = redisstore.NewDrivers(a.router, cfg.Store, cfg.Rules); err != nil {
 		a.router.Close()
 		return nil, err
@@ -98,7 +99,7 @@ func (a *App) wireBookings(ctx context.Context, cfg Config, log *slog.Logger, o 
 		return err
 	}
 	a.bookings, err = booking.NewService(cfg.Booking, o.admitter(a.filter), o.allocator(alloc), redisstore.NewBookings(a.router, cfg.BookingAcks),
-		reserver{a.drivers}, time.Now, log.With("component", "booking"))
+		reserver{a.drivers}, a.drivers, time.Now, log.With("component", "booking"))
 	return err
 }
 

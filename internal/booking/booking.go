@@ -39,7 +39,11 @@ type Booking struct {
 	CreatedAt   time.Time `json:"created_at"`
 	Deadline    time.Time `json:"deadline"` // allocation gives up after this
 	UpdatedAt   time.Time `json:"updated_at"`
-	Version     int64     `json:"version"`
+	// DueAt is when the workers should next look at an open booking: its
+	// reservation's end, or now for one that searches again. The store
+	// schedules it by this time (and a miss reschedules it, see retryGap).
+	DueAt   time.Time `json:"due_at,omitzero"`
+	Version int64     `json:"version"`
 }
 
 // Request is what a rider asks for.
@@ -58,6 +62,16 @@ var (
 	ErrNotFound = errors.New("booking not found")
 	// ErrIllegal: the booking is not in a state that allows the change.
 	ErrIllegal = errors.New("illegal booking transition")
+	// ErrConflict: the booking changed since it was read (Store.Update's
+	// compare-and-set failed): the write did not happen.
+	ErrConflict = errors.New("booking changed concurrently")
+	// ErrUnconfirmed: the store applied a write but could not confirm that
+	// a replica holds it, so a failover could still undo it.
+	ErrUnconfirmed = errors.New("booking write not confirmed by a replica")
+	// ErrDriverAccepted: a reservation cannot be released because its
+	// driver accepted the booking (or started its trip): the booking holds
+	// the driver, whatever the booking record says.
+	ErrDriverAccepted = errors.New("the driver accepted the booking")
 )
 
 // HighDemandError: Spampede turned the booking away before any downstream call.
@@ -103,6 +117,12 @@ func transition(b Booking, to Status, now time.Time) (Booking, error) {
 			b.Status, b.UpdatedAt, b.Version = to, now, b.Version+1
 			if to != Allocated && to != Accepted {
 				b.DriverID, b.ReservedUntil = "", time.Time{}
+			}
+			switch {
+			case to.Final():
+				b.DueAt = time.Time{}
+			case to == Searching:
+				b.DueAt = now
 			}
 			return b, nil
 		}

@@ -2,81 +2,28 @@ package booking
 
 import (
 	"hash/fnv"
-	"sync"
 	"time"
 )
 
-// retries is when each booking that found no driver is tried again. A
-// booking that just missed will almost surely miss again a moment later:
-// its area has more riders than drivers. Trying it every scan spends a
-// nearby search (tens of Redis commands) per booking per second on that,
-// and a spike's worth of such bookings costs every other rider latency.
-// So the gap doubles after each miss, up to a cap, and never passes the
-// booking's deadline. Each gap is spread by ±25 %, by booking, so that a
-// burst of bookings created together does not retry in step.
-//
-// The schedule is this process's memory only: another process, or this
-// one after a restart, starts a booking over at the shortest gap.
-type retries struct {
-	min, max time.Duration
-
-	mu  sync.Mutex
-	due map[string]retry
-}
-
-type retry struct {
-	at  time.Time
-	gap time.Duration
-}
-
-func newRetries(minGap, maxGap time.Duration) *retries {
-	return &retries{min: minGap, max: maxGap, due: map[string]retry{}}
-}
-
-// missed schedules the next attempt of a booking whose attempt at now
-// found no driver.
-func (r *retries) missed(id string, now, deadline time.Time) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	gap := r.min
-	if old, ok := r.due[id]; ok {
-		gap = min(2*old.gap, r.max)
+// retryGap is how long a booking that found no driver at now waits before
+// it is tried again. A booking that just missed will almost surely miss
+// again a moment later: its area has more riders than drivers. Trying it
+// every scan spends a nearby search (tens of Redis commands) per booking
+// per second on that, and a spike's worth of such bookings costs every
+// other rider latency. So the gap grows with the booking's age — twice
+// the time it has searched, from minGap up to maxGap, which makes the
+// gaps double after each miss (1 s, 2 s, 4 s, 4 s … with the defaults) —
+// and never passes its deadline. Each gap is spread by ±25 %, by
+// booking, so that a burst of bookings created together does not retry in
+// step. It depends on the booking alone, so any instance computes the
+// same schedule: none is kept in memory.
+func retryGap(b Booking, now time.Time, minGap, maxGap time.Duration) time.Time {
+	gap := min(max(2*now.Sub(b.CreatedAt), minGap), maxGap)
+	at := now.Add(spread(b.ID, gap))
+	if b.Deadline.Before(at) {
+		at = b.Deadline
 	}
-	at := now.Add(spread(id, gap))
-	if deadline.Before(at) {
-		at = deadline
-	}
-	r.due[id] = retry{at: at, gap: gap}
-}
-
-// isDue reports whether a booking may be tried at now: it has no attempt
-// scheduled, or its time has come.
-func (r *retries) isDue(id string, now time.Time) bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	e, ok := r.due[id]
-	return !ok || !now.Before(e.at)
-}
-
-// forget drops a booking's schedule: it got a driver, ended, or must be
-// tried at once (its driver declined).
-func (r *retries) forget(id string) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	delete(r.due, id)
-}
-
-// prune drops schedules long past due: bookings that left the open index
-// through another process. A booking that is still open only loses its
-// backoff, and starts again at the shortest gap.
-func (r *retries) prune(now time.Time, olderThan time.Duration) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for id, e := range r.due {
-		if now.Sub(e.at) > olderThan {
-			delete(r.due, id)
-		}
-	}
+	return at
 }
 
 // spread scales gap into [0.75, 1.25) × gap, by a fraction fixed per booking.

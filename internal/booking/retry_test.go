@@ -7,28 +7,26 @@ import (
 
 func TestRetryGapsDoubleUpToTheCapAndStopAtTheDeadline(t *testing.T) {
 	t0 := time.Unix(1_800_000_000, 0)
-	r := newRetries(time.Second, 4*time.Second)
-	const id = "bk-1"
-	frac := float64(spread(id, time.Second)) / float64(time.Second)
+	b := Booking{ID: "bk-1", CreatedAt: t0, Deadline: t0.Add(30 * time.Second)}
+	frac := float64(spread(b.ID, time.Second)) / float64(time.Second)
 	if frac < 0.75 || frac >= 1.25 {
-		t.Fatalf("spread of 1s = %v, want within [0.75s, 1.25s)", spread(id, time.Second))
+		t.Fatalf("spread of 1s = %v, want within [0.75s, 1.25s)", spread(b.ID, time.Second))
 	}
-	now, deadline := t0, t0.Add(30*time.Second)
+	now := t0
+	// The first attempt is made at creation; each miss is retried after a
+	// gap twice the time searched so far, from 1 s up to 4 s.
 	for i, want := range []time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 4 * time.Second} {
-		r.missed(id, now, deadline)
-		gap := time.Duration(frac * float64(want))
-		if r.isDue(id, now.Add(gap-time.Millisecond)) {
-			t.Errorf("miss %d: due before its gap of %s", i+1, gap)
+		at := retryGap(b, now, time.Second, 4*time.Second)
+		if got, lo, hi := at.Sub(now), time.Duration(0.75*float64(want)), time.Duration(1.25*float64(want)); got < lo || got >= hi {
+			t.Errorf("miss %d at +%s: retried after %s, want %s ± 25 %%", i+1, now.Sub(t0), got, want)
 		}
-		if !r.isDue(id, now.Add(gap)) {
-			t.Errorf("miss %d: not due after its gap of %s", i+1, gap)
-		}
-		now = now.Add(gap)
+		// A gap of about want: the next miss happens then (exactly want
+		// for this check, so the doubling is seen without the spread).
+		now = now.Add(want)
 	}
-	late := deadline.Add(-100 * time.Millisecond)
-	r.missed(id, late, deadline)
-	if !r.isDue(id, deadline) {
-		t.Error("a retry was scheduled past the booking's deadline")
+	late := b.Deadline.Add(-100 * time.Millisecond)
+	if at := retryGap(b, late, time.Second, 4*time.Second); at.After(b.Deadline) {
+		t.Errorf("a retry was scheduled at %s, past the booking's deadline", at.Sub(t0))
 	}
 }
 
@@ -39,39 +37,5 @@ func TestRetriesOfABurstAreSpreadOut(t *testing.T) {
 	}
 	if len(seen) < 4 {
 		t.Errorf("8 bookings retry in only %d distinct 100 ms slots of a 4 s gap", len(seen))
-	}
-}
-
-func TestForgottenAndUnknownBookingsAreDueAtOnce(t *testing.T) {
-	now := time.Unix(1_800_000_000, 0)
-	r := newRetries(time.Second, 4*time.Second)
-	if !r.isDue("never-seen", now) {
-		t.Error("a booking with no schedule is not due")
-	}
-	r.missed("bk-1", now, now.Add(time.Minute))
-	r.forget("bk-1")
-	if !r.isDue("bk-1", now) {
-		t.Error("a forgotten booking is not due")
-	}
-	r.missed("bk-1", now, now.Add(time.Minute))
-	r.missed("bk-1", now, now.Add(time.Minute)) // second gap: 2 s
-	r.forget("bk-1")
-	r.missed("bk-1", now, now.Add(time.Minute))
-	if !r.isDue("bk-1", now.Add(1250*time.Millisecond)) {
-		t.Error("after forget, a miss did not start again at the shortest gap")
-	}
-}
-
-func TestPruneDropsSchedulesLongPastDue(t *testing.T) {
-	now := time.Unix(1_800_000_000, 0)
-	r := newRetries(time.Second, 4*time.Second)
-	r.missed("old", now, now.Add(time.Minute))
-	r.missed("fresh", now.Add(10*time.Second), now.Add(time.Minute))
-	r.prune(now.Add(10*time.Second), 6*time.Second)
-	if _, ok := r.due["old"]; ok {
-		t.Error("a schedule 9 s past due survived a prune of those over 6 s")
-	}
-	if _, ok := r.due["fresh"]; !ok {
-		t.Error("a schedule not yet due was pruned")
 	}
 }

@@ -27,20 +27,47 @@ type Allocator interface {
 	Allocate(ctx context.Context, bookingID, service string, pickup driver.Location, now time.Time) (driverID string, until time.Time, err error)
 }
 
-// Drivers releases a reservation that will not be used.
+// Drivers is the driver store as the pipeline needs it.
 type Drivers interface {
+	// Release frees a driver reserved for bookingID: expire when the
+	// reservation lapsed, decline otherwise. A driver that no longer holds
+	// the booking is released already (nil); one that accepted it, or
+	// started its trip, is not released: ErrDriverAccepted.
 	Release(ctx context.Context, driverID, bookingID string, expired bool, now time.Time) error
+	Get(ctx context.Context, id string) (driver.Driver, error)
+	Apply(ctx context.Context, id string, tr driver.Transition, now time.Time) (driver.Driver, error)
 }
 
 // Store persists bookings. Create is idempotent by booking ID; Update is a
-// compare-and-set on the version and keeps the open-bookings index (every
-// booking not yet final) in step.
+// compare-and-set on the version (ErrConflict when it fails) and keeps the
+// open-bookings index in step: a final booking leaves it, an open one is
+// scheduled at its DueAt.
 type Store interface {
 	Create(ctx context.Context, b Booking) (stored Booking, created bool, err error)
 	Get(ctx context.Context, id string) (Booking, error)
 	Update(ctx context.Context, old, next Booking) error
-	Open(ctx context.Context, limit int) ([]string, error)
+	// Claim returns up to limit open bookings due by now, earliest first,
+	// and holds each from other claims until now+hold: an instance that
+	// claims a booking and then does nothing (it crashed, or its worker
+	// failed) lets it come back after hold, and a booking whose advance
+	// keeps failing cannot keep its place at the front.
+	Claim(ctx context.Context, now time.Time, hold time.Duration, limit int) ([]string, error)
+	// Schedule sets when an open booking is due next; a booking no longer
+	// open is left alone.
+	Schedule(ctx context.Context, id string, at time.Time) error
+	// Forget removes a booking from the open index.
 	Forget(ctx context.Context, id string) error
+	// Withdraw deletes a booking that was just created and never
+	// reported as created, unless something has changed it since.
+	Withdraw(ctx context.Context, b Booking) error
+}
+
+// Reservations lists the drivers whose reservation lapsed, for the sweep.
+type Reservations interface {
+	// ClaimLapsed returns up to limit drivers still reserved after their
+	// reservation's end (plus the store's grace), holding each from other
+	// claims until now+hold.
+	ClaimLapsed(ctx context.Context, now time.Time, hold time.Duration, limit int) ([]driver.Driver, error)
 }
 
 // Config tunes the pipeline.
@@ -55,8 +82,13 @@ type Config struct {
 	// it is tried again; each further miss doubles the wait, up to
 	// RetryMax (each wait spread ±25 % by booking).
 	RetryMin, RetryMax time.Duration
-	// Workers allocate in the background; Queue bounds their backlog.
+	// Workers allocate in the background; Queue bounds their backlog and
+	// how many due bookings one scan claims.
 	Workers, Queue int
+	// ClaimHold is how long a claimed booking is kept from other scans
+	// (of this or another instance) before it is due again if nothing
+	// rescheduled it: longer than an advance takes.
+	ClaimHold time.Duration
 	// CountAt is when Spampede hears of a booking without a driver.
 	CountAt CountAt
 }
@@ -78,13 +110,13 @@ const (
 // DefaultConfig returns the defaults.
 func DefaultConfig() Config {
 	return Config{AllocationTimeout: 30 * time.Second, ScanEvery: time.Second, RetryMin: time.Second, RetryMax: 4 * time.Second,
-		Workers: 4, Queue: 1024, CountAt: CountFirstMiss}
+		Workers: 4, Queue: 1024, ClaimHold: 10 * time.Second, CountAt: CountFirstMiss}
 }
 
 // Validate reports an unusable config.
 func (c Config) Validate() error {
-	if c.AllocationTimeout <= 0 || c.ScanEvery <= 0 || c.Workers < 1 || c.Queue < 1 {
-		return errors.New("booking: allocation timeout, scan interval, workers and queue must be positive")
+	if c.AllocationTimeout <= 0 || c.ScanEvery <= 0 || c.Workers < 1 || c.Queue < 1 || c.ClaimHold <= 0 {
+		return errors.New("booking: allocation timeout, scan interval, workers, queue and claim hold must be positive")
 	}
 	if c.RetryMin <= 0 || c.RetryMax < c.RetryMin {
 		return fmt.Errorf("booking: retry gaps must be positive with max ≥ min, got min %s max %s", c.RetryMin, c.RetryMax)
@@ -98,14 +130,14 @@ func (c Config) Validate() error {
 // Service runs the booking pipeline. Start it to run background allocation;
 // Stop waits for its goroutines.
 type Service struct {
-	cfg    Config
-	admit  Admitter
-	alloc  Allocator
-	store  Store
-	driver Drivers
-	log    *slog.Logger
-	now    func() time.Time
-	retry  *retries
+	cfg      Config
+	admit    Admitter
+	alloc    Allocator
+	store    Store
+	driver   Drivers
+	reserved Reservations // nil: no sweep
+	log      *slog.Logger
+	now      func() time.Time
 
 	queue chan string
 	stop  chan struct{}
@@ -113,15 +145,16 @@ type Service struct {
 	once  sync.Once
 }
 
-// NewService wires the pipeline.
-func NewService(cfg Config, a Admitter, al Allocator, s Store, d Drivers, now func() time.Time, log *slog.Logger) (*Service, error) {
+// NewService wires the pipeline. With rs non-nil, the workers also sweep
+// lapsed reservations (see sweep).
+func NewService(cfg Config, a Admitter, al Allocator, s Store, d Drivers, rs Reservations, now func() time.Time, log *slog.Logger) (*Service, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Service{cfg: cfg, admit: a, alloc: al, store: s, driver: d, log: log, now: now, retry: newRetries(cfg.RetryMin, cfg.RetryMax),
+	return &Service{cfg: cfg, admit: a, alloc: al, store: s, driver: d, reserved: rs, log: log, now: now,
 		queue: make(chan string, cfg.Queue), stop: make(chan struct{})}, nil
 }
 
@@ -160,9 +193,20 @@ func (s *Service) Create(ctx context.Context, req Request) (Booking, error) {
 	if !d.Admit() {
 		return Booking{}, &HighDemandError{RetryAfter: d.RetryAfter, Cell: d.Cell.String()}
 	}
+	// Due a claim hold from now: if this process dies during the first
+	// attempt, the scan takes the booking over then.
 	b := Booking{ID: id, RiderID: req.RiderID, Service: req.Service, Pickup: req.Pickup, Dropoff: req.Dropoff,
-		Status: Searching, CreatedAt: now, UpdatedAt: now, Deadline: now.Add(s.cfg.AllocationTimeout)}
+		Status: Searching, CreatedAt: now, UpdatedAt: now, Deadline: now.Add(s.cfg.AllocationTimeout), DueAt: now.Add(s.cfg.ClaimHold)}
 	stored, created, err := s.store.Create(ctx, b)
+	if errors.Is(err, ErrUnconfirmed) {
+		// The rider will hear it failed, so it must not go on: a failover
+		// could lose it, and if none does it would be allocated later, a
+		// ride for a rider who was told there is none.
+		if werr := s.store.Withdraw(context.WithoutCancel(ctx), b); werr != nil {
+			s.log.Warn("withdraw an unconfirmed booking", "booking", id, "err", werr)
+		}
+		return Booking{}, err
+	}
 	if err != nil || !created {
 		return stored, err
 	}
@@ -176,8 +220,18 @@ func (s *Service) Create(ctx context.Context, req Request) (Booking, error) {
 			s.log.Warn("spampede: count a booking without a driver", "booking", stored.ID, "err", err)
 		}
 	}
-	s.retry.missed(stored.ID, s.now(), stored.Deadline)
+	s.reschedule(ctx, stored)
 	return stored, nil
+}
+
+// reschedule sets when a booking that found no driver is tried again.
+// Best effort: if it fails, the booking is due again when its claim hold
+// ends.
+func (s *Service) reschedule(ctx context.Context, b Booking) {
+	at := retryGap(b, s.now(), s.cfg.RetryMin, s.cfg.RetryMax)
+	if err := s.store.Schedule(context.WithoutCancel(ctx), b.ID, at); err != nil {
+		s.log.Debug("schedule a retry", "booking", b.ID, "err", err)
+	}
 }
 
 // tryAllocate reserves a driver and records it on the booking. If the
@@ -192,10 +246,18 @@ func (s *Service) tryAllocate(ctx context.Context, b Booking) (Booking, error) {
 	if err != nil {
 		return b, err
 	}
-	next.DriverID, next.ReservedUntil, next.AllocatedAt = driverID, until, now
+	next.DriverID, next.ReservedUntil, next.AllocatedAt, next.DueAt = driverID, until, now, until
 	if err := s.store.Update(ctx, b, next); err != nil {
-		if rerr := s.driver.Release(context.WithoutCancel(ctx), driverID, b.ID, false, now); rerr != nil {
-			s.log.Warn("release driver after a lost booking update", "driver", driverID, "booking", b.ID, "err", rerr)
+		// Only a compare-and-set that failed proves the booking does not
+		// name the driver: then the reservation is released now. After any
+		// other failure the update may have been applied, and releasing
+		// the driver would let a second booking take a driver this one
+		// holds; the reservation is left to lapse, and the sweep frees the
+		// driver if the booking turns out not to hold it.
+		if errors.Is(err, ErrConflict) {
+			if rerr := s.driver.Release(context.WithoutCancel(ctx), driverID, b.ID, false, now); rerr != nil {
+				s.log.Warn("release driver after a lost booking update", "driver", driverID, "booking", b.ID, "err", rerr)
+			}
 		}
 		return b, err
 	}
@@ -251,39 +313,10 @@ func (s *Service) Cancel(ctx context.Context, id string) (Booking, error) {
 	if err := s.store.Update(ctx, b, next); err != nil {
 		return b, err
 	}
-	s.retry.forget(id)
 	if b.DriverID != "" {
 		if err := s.driver.Release(ctx, b.DriverID, b.ID, false, now); err != nil {
 			s.log.Warn("release driver of a cancelled booking", "driver", b.DriverID, "booking", id, "err", err)
 		}
 	}
 	return next, nil
-}
-
-// DriverResponded moves a booking on after its driver accepted or declined
-// (the driver's own state has already changed).
-func (s *Service) DriverResponded(ctx context.Context, bookingID, driverID string, accepted bool) error {
-	b, err := s.store.Get(ctx, bookingID)
-	if err != nil {
-		return err
-	}
-	if b.Status != Allocated || b.DriverID != driverID {
-		return fmt.Errorf("%w: booking %s is %s with driver %q", ErrIllegal, b.ID, b.Status, b.DriverID)
-	}
-	to := Searching
-	if accepted {
-		to = Accepted
-	}
-	next, err := transition(b, to, s.now())
-	if err != nil {
-		return err
-	}
-	if err := s.store.Update(ctx, b, next); err != nil {
-		return err
-	}
-	if !accepted {
-		s.retry.forget(b.ID) // another driver may be free now: no waiting
-		s.enqueue(b.ID)
-	}
-	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
 	"sync"
 	"testing"
 	"time"
@@ -33,12 +34,17 @@ func (c *clock) add(d time.Duration) {
 }
 
 type memStore struct {
-	mu   sync.Mutex
-	bks  map[string]Booking
-	open map[string]bool
+	mu  sync.Mutex
+	bks map[string]Booking
+	due map[string]time.Time // the open index: open bookings by due time
+
+	unconfirmed bool            // Create stores, then reports ErrUnconfirmed
+	failGet     map[string]bool // Get of these fails, as an unreadable record would
 }
 
-func newMemStore() *memStore { return &memStore{bks: map[string]Booking{}, open: map[string]bool{}} }
+func newMemStore() *memStore {
+	return &memStore{bks: map[string]Booking{}, due: map[string]time.Time{}}
+}
 
 func (m *memStore) Create(_ context.Context, b Booking) (Booking, bool, error) {
 	m.mu.Lock()
@@ -47,13 +53,19 @@ func (m *memStore) Create(_ context.Context, b Booking) (Booking, bool, error) {
 		return old, false, nil
 	}
 	b.Version = 1
-	m.bks[b.ID], m.open[b.ID] = b, true
+	m.bks[b.ID], m.due[b.ID] = b, b.DueAt
+	if m.unconfirmed {
+		return b, false, fmt.Errorf("store: %w", ErrUnconfirmed)
+	}
 	return b, true, nil
 }
 
 func (m *memStore) Get(_ context.Context, id string) (Booking, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if m.failGet[id] {
+		return Booking{}, errors.New("booking record: unreadable")
+	}
 	b, ok := m.bks[id]
 	if !ok {
 		return b, ErrNotFound
@@ -65,30 +77,58 @@ func (m *memStore) Update(_ context.Context, old, next Booking) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.bks[old.ID].Version != old.Version {
-		return errors.New("conflict")
+		return ErrConflict
 	}
 	next.Version = old.Version + 1
 	m.bks[old.ID] = next
-	m.open[old.ID] = !next.Status.Final()
+	if next.Status.Final() {
+		delete(m.due, old.ID)
+	} else {
+		m.due[old.ID] = next.DueAt
+	}
 	return nil
 }
 
-func (m *memStore) Open(context.Context, int) ([]string, error) {
+func (m *memStore) Claim(_ context.Context, now time.Time, hold time.Duration, limit int) ([]string, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	var ids []string
-	for id, open := range m.open {
-		if open {
+	for id, at := range m.due {
+		if !at.After(now) {
 			ids = append(ids, id)
 		}
 	}
+	sort.Slice(ids, func(i, j int) bool { return m.due[ids[i]].Before(m.due[ids[j]]) })
+	ids = ids[:min(limit, len(ids))]
+	for _, id := range ids {
+		m.due[id] = now.Add(hold)
+	}
 	return ids, nil
+}
+
+func (m *memStore) Schedule(_ context.Context, id string, at time.Time) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, ok := m.due[id]; ok {
+		m.due[id] = at
+	}
+	return nil
 }
 
 func (m *memStore) Forget(_ context.Context, id string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	delete(m.open, id)
+	delete(m.due, id)
+	return nil
+}
+
+func (m *memStore) Withdraw(_ context.Context, b Booking) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.bks[b.ID].Version == 1 {
+		delete(m.bks, b.ID)
+		delete(m.due, b.ID)
+	}
 	return nil
 }
 
@@ -114,32 +154,76 @@ func (f *fakeAdmit) RecordUnallocated(context.Context, string, float64, float64,
 	return nil
 }
 
-// fakeFleet hands out free drivers and records releases.
+// fakeFleet hands out free drivers, keeps their state through the real
+// driver state machine, and records releases.
 type fakeFleet struct {
 	mu       sync.Mutex
 	free     []string
+	drivers  map[string]driver.Driver
 	released []string
 	calls    int
 }
 
-func (f *fakeFleet) Allocate(_ context.Context, _ string, _ string, _ driver.Location, now time.Time) (string, time.Time, error) {
+func (f *fakeFleet) Allocate(_ context.Context, bookingID string, _ string, _ driver.Location, now time.Time) (string, time.Time, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.calls++
 	if len(f.free) == 0 {
 		return "", time.Time{}, dispatch.ErrNoDriver
 	}
-	d := f.free[0]
+	id := f.free[0]
 	f.free = f.free[1:]
-	return d, now.Add(15 * time.Second), nil
+	until := now.Add(15 * time.Second)
+	f.drivers[id] = driver.Driver{ID: id, Status: driver.StatusReserved, BookingID: bookingID, ReservedUntil: until, Version: f.drivers[id].Version + 1}
+	return id, until, nil
 }
 
-func (f *fakeFleet) Release(_ context.Context, driverID, _ string, expired bool, _ time.Time) error {
+// Release follows the adapter's contract: a driver that accepted is not
+// released.
+func (f *fakeFleet) Release(_ context.Context, driverID, bookingID string, expired bool, now time.Time) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	d := f.drivers[driverID]
+	if d.BookingID == bookingID && (d.Accepted || d.Status == driver.StatusOnTrip) && expired {
+		return ErrDriverAccepted
+	}
 	f.released = append(f.released, fmt.Sprintf("%s expired=%v", driverID, expired))
-	f.free = append(f.free, driverID)
+	if d.BookingID == bookingID && d.Status == driver.StatusReserved {
+		f.drivers[driverID] = driver.Driver{ID: driverID, Status: driver.StatusAvailable, Version: d.Version + 1}
+		f.free = append(f.free, driverID)
+	}
 	return nil
+}
+
+func (f *fakeFleet) Get(_ context.Context, id string) (driver.Driver, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	d, ok := f.drivers[id]
+	if !ok {
+		return d, errors.New("no such driver")
+	}
+	return d, nil
+}
+
+func (f *fakeFleet) Apply(_ context.Context, id string, tr driver.Transition, now time.Time) (driver.Driver, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	d := f.drivers[id]
+	next, err := driver.Apply(d, tr, now)
+	if err != nil {
+		return d, err
+	}
+	f.drivers[id] = next
+	if next.Status == driver.StatusAvailable {
+		f.free = append(f.free, id)
+	}
+	return next, nil
+}
+
+func (f *fakeFleet) status(id string) driver.Driver {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.drivers[id]
 }
 
 type rig struct {
@@ -157,11 +241,15 @@ func newRig(t *testing.T, drivers ...string) *rig {
 
 func newRigWith(t *testing.T, edit func(*Config), drivers ...string) *rig {
 	t.Helper()
-	r := &rig{store: newMemStore(), admit: &fakeAdmit{}, fleet: &fakeFleet{free: drivers}, clk: &clock{t: time.Unix(1_800_000_000, 0)}}
+	fleet := &fakeFleet{free: drivers, drivers: map[string]driver.Driver{}}
+	for _, id := range drivers {
+		fleet.drivers[id] = driver.Driver{ID: id, Status: driver.StatusAvailable}
+	}
+	r := &rig{store: newMemStore(), admit: &fakeAdmit{}, fleet: fleet, clk: &clock{t: time.Unix(1_800_000_000, 0)}}
 	cfg := DefaultConfig()
 	cfg.ScanEvery = 5 * time.Millisecond
 	edit(&cfg)
-	svc, err := NewService(cfg, r.admit, r.fleet, r.store, r.fleet, r.clk.now, nil)
+	svc, err := NewService(cfg, r.admit, r.fleet, r.store, r.fleet, nil, r.clk.now, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -308,32 +396,93 @@ func TestABookingWithoutADriverWaitsBeforeItIsTriedAgain(t *testing.T) {
 func TestDriverResponses(t *testing.T) {
 	ctx := context.Background()
 	r := newRig(t, "d1")
+	r.fleet.drivers["someone-else"] = driver.Driver{ID: "someone-else", Status: driver.StatusAvailable}
 	b, _ := r.svc.Create(ctx, req("k"))
-	if err := r.svc.DriverResponded(ctx, b.ID, "someone-else", true); !errors.Is(err, ErrIllegal) {
-		t.Errorf("accept by another driver = %v, want ErrIllegal", err)
+	if _, err := r.svc.Respond(ctx, "someone-else", b.ID, true); !errors.Is(err, driver.ErrIllegalTransition) {
+		t.Errorf("accept by another driver = %v, want ErrIllegalTransition", err)
 	}
-	if err := r.svc.DriverResponded(ctx, b.ID, "d1", false); err != nil {
+	if _, err := r.svc.Respond(ctx, "d1", "", false); err != nil {
 		t.Fatal(err)
 	}
 	if got, _ := r.svc.Get(ctx, b.ID); got.Status != Searching || got.DriverID != "" {
 		t.Fatalf("after decline = %+v, want searching without a driver", got)
 	}
+	if d := r.fleet.status("d1"); d.Status != driver.StatusAvailable {
+		t.Fatalf("after decline the driver is %s, want available", d.Status)
+	}
 	r.fleet.mu.Lock()
-	r.fleet.free = append(r.fleet.free, "d2")
+	r.fleet.free = []string{"d2"}
+	r.fleet.drivers["d2"] = driver.Driver{ID: "d2", Status: driver.StatusAvailable}
 	r.fleet.mu.Unlock()
 	r.svc.Start()
 	defer r.svc.Stop()
 	eventually(t, "re-allocated", func() bool { got, _ := r.svc.Get(ctx, b.ID); return got.Status == Allocated })
 	got, _ := r.svc.Get(ctx, b.ID)
-	if err := r.svc.DriverResponded(ctx, b.ID, got.DriverID, true); err != nil {
+	if _, err := r.svc.Respond(ctx, got.DriverID, b.ID, true); err != nil {
 		t.Fatal(err)
 	}
 	if got, _ := r.svc.Get(ctx, b.ID); got.Status != Accepted {
 		t.Fatalf("after accept = %s", got.Status)
 	}
+	if _, err := r.svc.Respond(ctx, got.DriverID, b.ID, true); err != nil {
+		t.Errorf("a repeated accept = %v, want it taken as done", err)
+	}
 	if _, err := r.svc.Cancel(ctx, b.ID); !errors.Is(err, ErrIllegal) {
 		t.Errorf("cancel after accept = %v, want ErrIllegal", err)
 	}
+}
+
+// A driver accepts, but the booking's update after the accept is lost: at
+// the reservation's end the workers must find the booking accepted, not
+// expire the driver's reservation and give the booking a second driver.
+func TestAnAcceptWhoseBookingUpdateWasLostIsSettledAsAccepted(t *testing.T) {
+	ctx := context.Background()
+	r := newRig(t, "d1", "d2")
+	b, _ := r.svc.Create(ctx, req("k"))
+	if b.DriverID != "d1" {
+		t.Fatalf("allocated to %q, want d1", b.DriverID)
+	}
+	// The driver's record takes the accept; the booking never hears of it.
+	if _, err := r.fleet.Apply(ctx, "d1", driver.Transition{Event: driver.EventAccept, BookingID: b.ID}, r.clk.now()); err != nil {
+		t.Fatal(err)
+	}
+	r.clk.add(16 * time.Second) // past the 15 s reservation
+	r.svc.Start()
+	defer r.svc.Stop()
+	eventually(t, "the booking is settled", func() bool { got, _ := r.svc.Get(ctx, b.ID); return got.Status != Allocated })
+	if got, _ := r.svc.Get(ctx, b.ID); got.Status != Accepted || got.DriverID != "d1" {
+		t.Fatalf("booking = %s with %q, want accepted with d1", got.Status, got.DriverID)
+	}
+	if d := r.fleet.status("d1"); d.Status != driver.StatusReserved || !d.Accepted {
+		t.Errorf("d1 = %+v, want still reserved, accepted", d)
+	}
+}
+
+// A decline lets the booking go before it frees the driver: at no moment
+// do two bookings name one driver.
+func TestADeclineFreesTheBookingBeforeTheDriver(t *testing.T) {
+	ctx := context.Background()
+	r := newRig(t, "d1")
+	b, _ := r.svc.Create(ctx, req("k"))
+	failing := &failingApply{fakeFleet: r.fleet}
+	r.svc.driver = failing
+	if _, err := r.svc.Respond(ctx, "d1", b.ID, false); err == nil {
+		t.Fatal("the decline's driver update failed, but Respond reported success")
+	}
+	got, _ := r.svc.Get(ctx, b.ID)
+	if got.Status != Searching || got.DriverID != "" {
+		t.Fatalf("booking = %s with %q, want searching without a driver", got.Status, got.DriverID)
+	}
+	if d := r.fleet.status("d1"); d.Status != driver.StatusReserved {
+		t.Fatalf("d1 is %s, want still reserved: its decline failed", d.Status)
+	}
+}
+
+// failingApply is a driver store whose transitions fail.
+type failingApply struct{ *fakeFleet }
+
+func (failingApply) Apply(context.Context, string, driver.Transition, time.Time) (driver.Driver, error) {
+	return driver.Driver{}, errors.New("storage unavailable")
 }
 
 func TestExpiredReservationFreesTheDriverAndSearchesAgain(t *testing.T) {
@@ -369,6 +518,7 @@ func TestOpenBookingsAreResumedByANewProcess(t *testing.T) {
 	second := newRig(t, "d9")
 	second.store = first.store
 	second.svc.store = first.store
+	second.clk.add(2 * DefaultConfig().RetryMin) // past the retry the first process scheduled
 	second.svc.Start()
 	defer second.svc.Stop()
 	eventually(t, "resumed and allocated", func() bool {
@@ -391,5 +541,105 @@ func TestRequestValidation(t *testing.T) {
 	}
 	if err := req("k").Validate(); err != nil {
 		t.Errorf("a good request: %v", err)
+	}
+}
+
+// A create the store could not confirm (no replica acknowledged it) is
+// reported as failed, so the booking must never go on: it is withdrawn,
+// not allocated then or later.
+func TestAnUnconfirmedCreateIsWithdrawnAndNeverAllocated(t *testing.T) {
+	r := newRig(t, "d1")
+	r.store.unconfirmed = true
+	if _, err := r.svc.Create(context.Background(), req("k")); !errors.Is(err, ErrUnconfirmed) {
+		t.Fatalf("Create = %v, want ErrUnconfirmed", err)
+	}
+	r.svc.Start()
+	defer r.svc.Stop()
+	r.clk.add(time.Minute)
+	time.Sleep(20 * r.svc.cfg.ScanEvery)
+	r.store.mu.Lock()
+	stored, indexed := len(r.store.bks), len(r.store.due)
+	r.store.mu.Unlock()
+	if stored != 0 || indexed != 0 || r.fleet.calls != 0 {
+		t.Errorf("after an unconfirmed create: %d bookings stored, %d indexed, %d allocations; want none", stored, indexed, r.fleet.calls)
+	}
+}
+
+// A booking whose advance keeps failing must not keep the others from
+// being advanced, however small the scan.
+func TestABookingThatCannotBeAdvancedDoesNotHoldUpTheOthers(t *testing.T) {
+	r := newRigWith(t, func(c *Config) { c.Queue = 1 })
+	ctx := context.Background()
+	poison, _ := r.svc.Create(ctx, req("poison"))
+	r.clk.add(time.Millisecond) // the other booking is due later
+	other, _ := r.svc.Create(ctx, req("other"))
+	r.store.mu.Lock()
+	r.store.failGet = map[string]bool{poison.ID: true}
+	r.store.mu.Unlock()
+	r.fleet.mu.Lock()
+	r.fleet.free = []string{"late"}
+	r.fleet.drivers["late"] = driver.Driver{ID: "late", Status: driver.StatusAvailable}
+	r.fleet.mu.Unlock()
+	r.clk.add(5 * time.Second) // both are due
+	r.svc.Start()
+	defer r.svc.Stop()
+	eventually(t, "the other booking got the driver", func() bool {
+		got, _ := r.svc.Get(ctx, other.ID)
+		return got.Status == Allocated
+	})
+}
+
+// fakeReservations is a reserved-drivers index: the drivers it lists as
+// lapsed, once.
+type fakeReservations struct {
+	mu     sync.Mutex
+	lapsed []driver.Driver
+}
+
+func (f *fakeReservations) ClaimLapsed(context.Context, time.Time, time.Duration, int) ([]driver.Driver, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := f.lapsed
+	f.lapsed = nil
+	return out, nil
+}
+
+// The sweep frees a lapsed reservation no booking holds, and only those.
+func TestTheSweepFreesLapsedReservationsNoBookingHolds(t *testing.T) {
+	ctx := context.Background()
+	r := newRig(t)
+	t0 := r.clk.now()
+	lapsedAt := t0.Add(-time.Minute)
+	held, _ := r.svc.Create(ctx, req("held"))
+	cancelled, _ := r.svc.Create(ctx, req("cancelled"))
+	if _, err := r.svc.Cancel(ctx, cancelled.ID); err != nil {
+		t.Fatal(err)
+	}
+	// Allocated to d-held in the store, its driver accepted: it holds it.
+	b, _ := r.store.Get(ctx, held.ID)
+	next, _ := transition(b, Allocated, t0)
+	next.DriverID, next.ReservedUntil = "d-held", lapsedAt
+	if err := r.store.Update(ctx, b, next); err != nil {
+		t.Fatal(err)
+	}
+	reserved := func(id, bk string, accepted bool) driver.Driver {
+		return driver.Driver{ID: id, Status: driver.StatusReserved, BookingID: bk, ReservedUntil: lapsedAt, Accepted: accepted}
+	}
+	r.fleet.mu.Lock()
+	for _, d := range []driver.Driver{
+		reserved("d-held", held.ID, true),             // held: left alone
+		reserved("d-orphan", "bk-never-saved", false), // no booking: expired
+		reserved("d-cancelled", cancelled.ID, true),   // its booking was cancelled: declined
+	} {
+		r.fleet.drivers[d.ID] = d
+	}
+	r.fleet.mu.Unlock()
+	rs := &fakeReservations{lapsed: []driver.Driver{r.fleet.status("d-held"), r.fleet.status("d-orphan"), r.fleet.status("d-cancelled")}}
+	r.svc.reserved = rs
+	r.svc.sweep(ctx)
+	for id, want := range map[string]driver.Status{"d-held": driver.StatusReserved, "d-orphan": driver.StatusAvailable, "d-cancelled": driver.StatusAvailable} {
+		if got := r.fleet.status(id).Status; got != want {
+			t.Errorf("%s is %s after the sweep, want %s", id, got, want)
+		}
 	}
 }

@@ -6,10 +6,10 @@ import (
 	"time"
 )
 
-// Start runs the background work until Stop: a scanner that picks up every
-// open booking each ScanEvery (so bookings left by a stopped process are
-// resumed or expired, never stuck), except those waiting out a retry gap,
-// and Workers goroutines that allocate.
+// Start runs the background work until Stop: a scanner that claims every
+// open booking that is due each ScanEvery (so bookings left by a stopped
+// process are resumed or expired, never stuck) and sweeps lapsed
+// reservations, and Workers goroutines that advance the bookings claimed.
 func (s *Service) Start() {
 	s.wg.Add(1 + s.cfg.Workers)
 	go s.scan()
@@ -35,19 +35,17 @@ func (s *Service) scan() {
 		case <-tick.C:
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), s.cfg.ScanEvery)
-		ids, err := s.store.Open(ctx, s.cfg.Queue)
-		cancel()
+		// Claim only what the queue has room for: a claimed booking that is
+		// not advanced waits out its hold.
+		ids, err := s.store.Claim(ctx, s.now(), s.cfg.ClaimHold, max(cap(s.queue)-len(s.queue), 1))
 		if err != nil {
-			s.log.Warn("scan open bookings", "err", err)
-			continue
+			s.log.Warn("claim due bookings", "err", err)
 		}
-		now := s.now()
 		for _, id := range ids {
-			if s.retry.isDue(id, now) {
-				s.enqueue(id)
-			}
+			s.enqueue(id)
 		}
-		s.retry.prune(now, s.cfg.RetryMax+2*s.cfg.ScanEvery)
+		s.sweep(ctx)
+		cancel()
 	}
 }
 
@@ -60,6 +58,7 @@ func (s *Service) work() {
 		case id := <-s.queue:
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			if err := s.advance(ctx, id); err != nil && !errors.Is(err, context.Canceled) {
+				// Due again when its claim hold ends.
 				s.log.Debug("advance booking", "booking", id, "err", err)
 			}
 			cancel()
@@ -67,13 +66,13 @@ func (s *Service) work() {
 	}
 }
 
-// advance moves one open booking on: expire a reservation the driver let
-// lapse, give up after the deadline (recording the unallocated booking
-// for Spampede, if it counts at the deadline), or try to allocate again.
+// advance moves one open booking on: settle a reservation whose driver
+// accepted, expire one the driver let lapse, give up after the deadline
+// (recording the unallocated booking for Spampede, if it counts at the
+// deadline), or try to allocate again.
 func (s *Service) advance(ctx context.Context, id string) error {
 	b, err := s.store.Get(ctx, id)
 	if errors.Is(err, ErrNotFound) || err == nil && b.Status.Final() {
-		s.retry.forget(id)
 		return s.store.Forget(ctx, id) // an index entry left behind
 	}
 	if err != nil {
@@ -83,19 +82,24 @@ func (s *Service) advance(ctx context.Context, id string) error {
 	switch b.Status {
 	case Allocated:
 		if now.Before(b.ReservedUntil) {
-			return nil
+			return s.store.Schedule(ctx, id, b.ReservedUntil)
 		}
-		if err := s.driver.Release(ctx, b.DriverID, b.ID, true, now); err != nil {
+		to := Searching
+		switch err := s.driver.Release(ctx, b.DriverID, b.ID, true, now); {
+		case errors.Is(err, ErrDriverAccepted):
+			// The driver's accept was recorded, the booking's update after
+			// it was lost: the booking holds the driver.
+			to = Accepted
+		case err != nil:
 			return err
 		}
-		next, err := transition(b, Searching, now)
+		next, err := transition(b, to, now)
 		if err != nil {
 			return err
 		}
 		return s.store.Update(ctx, b, next)
 	case Searching:
 		if !now.Before(b.Deadline) {
-			s.retry.forget(id)
 			next, err := transition(b, Unallocated, now)
 			if err != nil {
 				return err
@@ -106,10 +110,9 @@ func (s *Service) advance(ctx context.Context, id string) error {
 			return s.admit.RecordUnallocated(ctx, b.Service, b.Pickup.Lat, b.Pickup.Lng, now)
 		}
 		if _, err := s.tryAllocate(ctx, b); err != nil {
-			s.retry.missed(id, s.now(), b.Deadline)
+			s.reschedule(ctx, b)
 			return err
 		}
-		s.retry.forget(id)
 	}
 	return nil
 }

@@ -114,6 +114,12 @@ func checkPreconditions(d Driver, tr Transition, now time.Time) error {
 		}
 		return checkNotLapsed(d, tr, now)
 	case EventExpire:
+		// An accepted reservation is held by its booking: it no longer
+		// lapses. Expiring it would free a driver on the way to a rider
+		// for a second booking.
+		if d.Accepted {
+			return &TransitionError{From: d.Status, Event: tr.Event, Reason: "reservation accepted"}
+		}
 		if now.Before(d.ReservedUntil) {
 			return fmt.Errorf("driver: cannot expire booking %.64q before %s: %w",
 				tr.BookingID, d.ReservedUntil.Format(time.RFC3339Nano), ErrReservationNotExpired)

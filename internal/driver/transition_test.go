@@ -168,6 +168,8 @@ func TestApplyPreconditions(t *testing.T) {
 			ErrWrongBooking, "does not hold"},
 		{"expire early", reserved, Transition{Event: EventExpire, BookingID: "b1"}, lapse.Add(-time.Nanosecond),
 			ErrReservationNotExpired, `cannot expire booking "b1" before 2024-03-01T12:01:00Z`},
+		{"expire an accepted reservation", accepted, Transition{Event: EventExpire, BookingID: "b1"}, lapse.Add(time.Minute),
+			ErrIllegalTransition, "driver: cannot expire from reserved: reservation accepted"},
 		{"start unaccepted", reserved, Transition{Event: EventStartTrip, BookingID: "b1"}, t0,
 			ErrIllegalTransition, "reservation not accepted"},
 		{"start after the lapse", accepted, Transition{Event: EventStartTrip, BookingID: "b1"}, lapse.Add(time.Second),
@@ -208,13 +210,19 @@ func TestApplyPreconditions(t *testing.T) {
 	}
 }
 
+// A late decline frees a driver, accepted or not; a late expiry frees one
+// who never accepted. (An accepted reservation does not expire: see the
+// table above.)
 func TestApplyLateDeclineAndExpireStillFree(t *testing.T) {
-	d := inStatus(StatusReserved, true)
-	late := d.ReservedUntil.Add(time.Hour)
-	for _, ev := range []Event{EventDecline, EventExpire} {
-		got, err := Apply(d, Transition{Event: ev, BookingID: "b1"}, late)
+	for _, tt := range []struct {
+		ev       Event
+		accepted bool
+	}{{EventDecline, true}, {EventDecline, false}, {EventExpire, false}} {
+		d := inStatus(StatusReserved, tt.accepted)
+		late := d.ReservedUntil.Add(time.Hour)
+		got, err := Apply(d, Transition{Event: tt.ev, BookingID: "b1"}, late)
 		if err != nil || got.Status != StatusAvailable {
-			t.Errorf("%s after the lapse = %s, %v; want available, nil", ev, got.Status, err)
+			t.Errorf("%s after the lapse (accepted %v) = %s, %v; want available, nil", tt.ev, tt.accepted, got.Status, err)
 		}
 	}
 }

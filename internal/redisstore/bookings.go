@@ -14,7 +14,7 @@ import (
 // Booking keys:
 //
 //	apollo:bk:{<id>}    hash  json (the booking), v (version)
-//	apollo:bk:open      zset  bookings not yet final, scored by deadline (ms)
+//	apollo:bk:open      zset  bookings not yet final, scored by when they are due next (ms)
 func bookingKey(id string) string { return "apollo:bk:{" + id + "}" }
 
 const openBookingsKey = "apollo:bk:open"
@@ -41,11 +41,20 @@ redis.call('HSET', KEYS[1], 'json', ARGV[2], 'v', v + 1)
 return {1, v + 1}
 `
 
+// withdrawScript deletes a booking still at version 1: {1} if deleted.
+const withdrawScript = `
+if tonumber(redis.call('HGET', KEYS[1], 'v') or '-1') ~= 1 then return 0 end
+redis.call('DEL', KEYS[1])
+return 1
+`
+
 // Bookings implements booking.Store on Redis.
 type Bookings struct {
-	r      router
-	create script
-	update script
+	r        router
+	create   script
+	update   script
+	claim    script
+	withdraw script
 	// Acks is how many replicas must acknowledge a new booking before it is
 	// reported as created (WAIT); 0 on a cluster without replicas.
 	acks int
@@ -53,14 +62,15 @@ type Bookings struct {
 
 // NewBookings returns the booking store; acks replicas must confirm writes.
 func NewBookings(r router, acks int) *Bookings {
-	return &Bookings{r: r, create: newScript(createBookingScript), update: newScript(updateBookingScript), acks: acks}
+	return &Bookings{r: r, create: newScript(createBookingScript), update: newScript(updateBookingScript),
+		claim: newScript(claimScript), withdraw: newScript(withdrawScript), acks: acks}
 }
 
 // Create stores b (version 1) unless its ID exists. A write the replicas
-// did not confirm is an error (redisroute.ErrUnconfirmed inside
-// ErrUnavailable): the booking is on the primary but could be lost in a
-// failover, so it is not reported as created; a retry with the same
-// idempotency key finds it.
+// did not confirm is an error (booking.ErrUnconfirmed, with
+// redisroute.ErrUnconfirmed, inside ErrUnavailable): the booking is on the
+// primary but could be lost in a failover, so it is not reported as
+// created (and the pipeline withdraws it).
 func (s *Bookings) Create(ctx context.Context, b booking.Booking) (booking.Booking, bool, error) {
 	b.Version = 1
 	raw, err := json.Marshal(b)
@@ -77,6 +87,9 @@ func (s *Bookings) Create(ctx context.Context, b booking.Booking) (booking.Booki
 	cmd := s.create.cmd(bookingKey(b.ID), string(raw), int64(bookingTTL/time.Second))
 	cmd.Acks = s.acks
 	res := s.create.exec(ctx, s.r, []redisroute.Cmd{cmd})[0]
+	if errors.Is(res.Err, redisroute.ErrUnconfirmed) {
+		return b, false, fmt.Errorf("%w: %w", booking.ErrUnconfirmed, storeErr(res.Err))
+	}
 	if res.Err != nil {
 		return b, false, storeErr(res.Err)
 	}
@@ -132,7 +145,7 @@ func (s *Bookings) Update(ctx context.Context, old, next booking.Booking) error 
 		return fmt.Errorf("update booking: unexpected reply %v", res.Val)
 	}
 	if ok, _ := reply[0].(int64); ok != 1 {
-		return fmt.Errorf("booking %s: %w", old.ID, ErrConflict)
+		return fmt.Errorf("booking %s: %w (%w)", old.ID, booking.ErrConflict, ErrConflict)
 	}
 	s.index(ctx, next)
 	return nil
@@ -148,18 +161,20 @@ func (s *Bookings) index(ctx context.Context, b booking.Booking) {
 	s.r.Exec(ctx, []redisroute.Cmd{s.openEntry(b)})
 }
 
+// openEntry indexes an open booking at the time it is due next (its
+// deadline if it has none).
 func (s *Bookings) openEntry(b booking.Booking) redisroute.Cmd {
-	return redisroute.Write("ZADD", openBookingsKey, b.Deadline.UnixMilli(), b.ID)
+	due := b.DueAt
+	if due.IsZero() {
+		due = b.Deadline
+	}
+	return redisroute.Write("ZADD", openBookingsKey, due.UnixMilli(), b.ID)
 }
 
-// Forget removes a booking from the open index.
-func (s *Bookings) Forget(ctx context.Context, id string) error {
-	return s.r.Exec(ctx, []redisroute.Cmd{redisroute.Write("ZREM", openBookingsKey, id)}).Err()
-}
-
-// Open lists up to limit open bookings, earliest deadline first.
-func (s *Bookings) Open(ctx context.Context, limit int) ([]string, error) {
-	res := s.r.Exec(ctx, []redisroute.Cmd{{Args: []any{"ZRANGE", openBookingsKey, 0, limit - 1}, Key: openBookingsKey, Fresh: true}})[0]
+// Claim takes up to limit open bookings due by now, earliest first, and
+// makes them due again at now+hold.
+func (s *Bookings) Claim(ctx context.Context, now time.Time, hold time.Duration, limit int) ([]string, error) {
+	res := s.claim.run(ctx, s.r, openBookingsKey, now.UnixMilli(), now.Add(hold).UnixMilli(), limit)
 	if res.Err != nil {
 		return nil, storeErr(res.Err)
 	}
@@ -171,6 +186,37 @@ func (s *Bookings) Open(ctx context.Context, limit int) ([]string, error) {
 		}
 	}
 	return ids, nil
+}
+
+// Schedule makes an open booking due at `at`; one no longer indexed (it
+// ended, and was forgotten) is not added back.
+func (s *Bookings) Schedule(ctx context.Context, id string, at time.Time) error {
+	return storeErrOrNil(s.r.Exec(ctx, []redisroute.Cmd{redisroute.Write("ZADD", openBookingsKey, "XX", at.UnixMilli(), id)}).Err())
+}
+
+// Withdraw deletes b if nothing changed it since it was created (version
+// 1), and its index entry.
+func (s *Bookings) Withdraw(ctx context.Context, b booking.Booking) error {
+	res := s.withdraw.run(ctx, s.r, bookingKey(b.ID))
+	if res.Err != nil {
+		return storeErr(res.Err)
+	}
+	if n, _ := res.Val.(int64); n != 1 {
+		return nil // it moved on: a retry with its key made it real
+	}
+	return s.Forget(ctx, b.ID)
+}
+
+func storeErrOrNil(err error) error {
+	if err == nil {
+		return nil
+	}
+	return storeErr(err)
+}
+
+// Forget removes a booking from the open index.
+func (s *Bookings) Forget(ctx context.Context, id string) error {
+	return s.r.Exec(ctx, []redisroute.Cmd{redisroute.Write("ZREM", openBookingsKey, id)}).Err()
 }
 
 func decodeBooking(v any) (booking.Booking, error) {

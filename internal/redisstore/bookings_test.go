@@ -29,8 +29,8 @@ func TestBookingsCreateIsIdempotentAndUpdatesCompareVersions(t *testing.T) {
 	if err != nil || created || got.RiderID != "r1" {
 		t.Fatalf("second Create = %+v, %v, %v; want the first booking back", got, created, err)
 	}
-	if ids, err := s.Open(ctx, 10); err != nil || len(ids) != 1 || ids[0] != "bk-1" {
-		t.Fatalf("Open = %v, %v", ids, err)
+	if ids, err := s.Claim(ctx, now.Add(time.Minute), time.Second, 10); err != nil || len(ids) != 1 || ids[0] != "bk-1" {
+		t.Fatalf("Claim = %v, %v", ids, err)
 	}
 	cur, err := s.Get(ctx, "bk-1")
 	if err != nil || cur.Version != 1 || !cur.Deadline.Equal(b.Deadline) {
@@ -44,7 +44,7 @@ func TestBookingsCreateIsIdempotentAndUpdatesCompareVersions(t *testing.T) {
 	if err := s.Update(ctx, cur, next); !errors.Is(err, redisstore.ErrConflict) {
 		t.Errorf("stale Update = %v, want ErrConflict", err)
 	}
-	if ids, _ := s.Open(ctx, 10); len(ids) != 0 {
+	if ids, _ := s.Claim(ctx, now.Add(time.Hour), time.Second, 10); len(ids) != 0 {
 		t.Errorf("a cancelled booking is still open: %v", ids)
 	}
 	if _, err := s.Get(ctx, "bk-none"); !errors.Is(err, booking.ErrNotFound) {

@@ -114,3 +114,10 @@ func isMissing(v any) bool {
 	vals, ok := v.([]any)
 	return ok && len(vals) > 0 && vals[0] == nil
 }
+
+// GetFresh reads one driver from its primary: for decisions that must see
+// the latest transition.
+func (s *Drivers) GetFresh(ctx context.Context, id string) (driver.Driver, error) {
+	d, _, err := s.get(ctx, id, true)
+	return d, err
+}

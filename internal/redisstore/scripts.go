@@ -84,6 +84,25 @@ end
 return n
 `
 
+// claimScript takes up to ARGV[3] members due by ARGV[1] (ms) and makes
+// them due again at ARGV[2]: a claim, so two scans (of one instance or of
+// several) do not work on one member at once, and a member whose handling
+// fails comes back only after the hold, behind the others. Used by the
+// open-bookings index and the reserved-drivers index.
+const claimScript = `
+local ids = redis.call('ZRANGE', KEYS[1], '-inf', ARGV[1], 'BYSCORE', 'LIMIT', 0, ARGV[3])
+for _, id in ipairs(ids) do redis.call('ZADD', KEYS[1], 'XX', ARGV[2], id) end
+return ids
+`
+
+// zremIfScoreScript removes ARGV[1] from the sorted set only if its score
+// is still ARGV[2]: a member re-added since (a new reservation) stays.
+const zremIfScoreScript = `
+local s = redis.call('ZSCORE', KEYS[1], ARGV[1])
+if s and tonumber(s) == tonumber(ARGV[2]) then return redis.call('ZREM', KEYS[1], ARGV[1]) end
+return 0
+`
+
 // script is a Lua script run by SHA, loaded on first NOSCRIPT.
 type script struct {
 	src, sha string

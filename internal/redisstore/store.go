@@ -39,6 +39,11 @@ type Config struct {
 	// drivers it met out of the index; 0 turns that sweep off (heartbeats
 	// still sweep). It keeps a slow primary off the read path's latency.
 	SweepWait time.Duration
+	// Acks is how many replicas must acknowledge a driver transition
+	// (WAIT) before it counts as done: a reservation a failover can undo
+	// would let a second booking reserve the driver. 0 on a cluster
+	// without replicas. Set with the booking acks (--booking-acks).
+	Acks int
 }
 
 // minTTLFactor is how many times StaleAfter a driver hash must outlive its
@@ -71,6 +76,9 @@ func (c Config) Validate() error {
 	if c.DriverTTL < time.Second {
 		errs = append(errs, fmt.Errorf("driver ttl must be at least 1s, got %v", c.DriverTTL))
 	}
+	if c.Acks < 0 {
+		errs = append(errs, fmt.Errorf("driver transition acks must not be negative, got %d", c.Acks))
+	}
 	if c.SweepWait < 0 {
 		errs = append(errs, fmt.Errorf("nearby sweep wait must not be negative, got %v", c.SweepWait))
 	}
@@ -86,6 +94,8 @@ type Drivers struct {
 	heartbeat script
 	index     script
 	sweep     script
+	claim     script
+	zremIf    script
 }
 
 // NewDrivers returns a driver store on r.
@@ -97,7 +107,7 @@ func NewDrivers(r router, cfg Config, rules driver.Rules) (*Drivers, error) {
 		return nil, fmt.Errorf("driver ttl %v must be at least %d × driver.stale-after (%v)", cfg.DriverTTL, minTTLFactor, rules.StaleAfter)
 	}
 	return &Drivers{r: r, cfg: cfg, rules: rules, cas: newScript(casScript), heartbeat: newScript(heartbeatScript),
-		index: newScript(indexScript), sweep: newScript(sweepScript)}, nil
+		index: newScript(indexScript), sweep: newScript(sweepScript), claim: newScript(claimScript), zremIf: newScript(zremIfScoreScript)}, nil
 }
 
 // storeErr classifies a routing error: a Redis reply error is a bug or bad

@@ -32,6 +32,14 @@ func (s *Drivers) Apply(ctx context.Context, id string, tr driver.Transition, no
 		if err != nil {
 			return d, err
 		}
+		if tr.Event == driver.EventReserve {
+			// Indexed before it is made, so that no reservation exists that
+			// the sweep cannot find; an entry for a reservation that failed
+			// is dropped by the sweep.
+			if err := s.indexReservation(ctx, next); err != nil {
+				return driver.Driver{}, err
+			}
+		}
 		ok, err := s.compareAndSet(ctx, d, next)
 		if err != nil {
 			return driver.Driver{}, err
@@ -45,8 +53,12 @@ func (s *Drivers) Apply(ctx context.Context, id string, tr driver.Transition, no
 }
 
 func (s *Drivers) compareAndSet(ctx context.Context, old, next driver.Driver) (bool, error) {
-	res := s.cas.run(ctx, s.r, driverKey(old.ID), append([]any{old.Version}, stateFields(next)...)...)
+	cmd := s.cas.cmd(driverKey(old.ID), append([]any{old.Version}, stateFields(next)...)...)
+	cmd.Acks = s.cfg.Acks
+	res := s.cas.exec(ctx, s.r, []redisroute.Cmd{cmd})[0]
 	if res.Err != nil {
+		// An unconfirmed or ambiguous transition may have been applied (or
+		// be undone by a failover): it is not reported as done.
 		return false, storeErr(res.Err)
 	}
 	reply, ok := res.Val.([]any)

@@ -1,0 +1,98 @@
+package booking
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/apollo-platform/apollo/internal/driver"
+)
+
+// casAttempts bounds the read-and-update rounds of a booking that keeps
+// changing under a driver's answer.
+const casAttempts = 5
+
+// Respond records a driver's answer to the booking it is reserved for
+// (bookingID "" means the driver's current booking) and moves the booking
+// on. Either way, no second booking can take the driver while this one
+// still names it:
+//
+//   - accept: the driver's record first (it checks the reservation is still
+//     this booking's and has not lapsed), then the booking becomes
+//     accepted. If that second step fails, the driver's app may send the
+//     accept again (an accept already recorded is taken as done), and if
+//     it never does, the workers settle the booking as accepted when they
+//     find the reservation's driver has accepted (ErrDriverAccepted).
+//   - decline: the booking lets go of the driver first (back to searching),
+//     then the driver becomes available. If the second step fails, the
+//     driver stays reserved for a booking that no longer holds it, until
+//     the sweep frees it after the reservation's end.
+func (s *Service) Respond(ctx context.Context, driverID, bookingID string, accept bool) (driver.Driver, error) {
+	d, err := s.driver.Get(ctx, driverID)
+	if err != nil {
+		return d, err
+	}
+	if bookingID == "" {
+		bookingID = d.BookingID
+	}
+	now := s.now()
+	tr := driver.Transition{Event: driver.EventDecline, BookingID: bookingID}
+	if accept {
+		tr.Event = driver.EventAccept
+		next, err := s.driver.Apply(ctx, driverID, tr, now)
+		if err != nil && !acceptedAlready(d, bookingID) {
+			return next, err
+		}
+		if err != nil {
+			next = d // a repeated accept: make sure the booking follows
+		}
+		return next, s.follow(ctx, bookingID, driverID, Accepted)
+	}
+	// What the decline would do, checked before the booking lets go.
+	if _, err := driver.Apply(d, tr, now); err != nil {
+		return d, err
+	}
+	if err := s.follow(ctx, bookingID, driverID, Searching); err != nil && !errors.Is(err, ErrIllegal) {
+		return d, err
+	}
+	next, err := s.driver.Apply(ctx, driverID, tr, now)
+	if err == nil {
+		s.enqueue(bookingID) // another driver may be free now: no waiting
+	}
+	return next, err
+}
+
+// acceptedAlready reports a driver who accepted bookingID already (and may
+// have started the trip).
+func acceptedAlready(d driver.Driver, bookingID string) bool {
+	if bookingID == "" || d.BookingID != bookingID {
+		return false
+	}
+	return d.Status == driver.StatusOnTrip || d.Status == driver.StatusReserved && d.Accepted
+}
+
+// follow moves booking id, allocated to driverID, to `to` (accepted or
+// searching), re-reading it if it changes meanwhile. A booking already
+// there is left as it is; one not allocated to the driver is ErrIllegal.
+func (s *Service) follow(ctx context.Context, id, driverID string, to Status) error {
+	for range casAttempts {
+		b, err := s.store.Get(ctx, id)
+		if err != nil {
+			return err
+		}
+		if b.Status == to && (to == Searching || b.DriverID == driverID) {
+			return nil
+		}
+		if b.Status != Allocated || b.DriverID != driverID {
+			return fmt.Errorf("%w: booking %s is %s with driver %q", ErrIllegal, b.ID, b.Status, b.DriverID)
+		}
+		next, err := transition(b, to, s.now())
+		if err != nil {
+			return err
+		}
+		if err := s.store.Update(ctx, b, next); !errors.Is(err, ErrConflict) {
+			return err
+		}
+	}
+	return fmt.Errorf("booking %s: %w", id, ErrConflict)
+}

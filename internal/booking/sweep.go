@@ -1,0 +1,57 @@
+package booking
+
+import (
+	"context"
+	"errors"
+)
+
+// sweepBatch bounds the lapsed reservations one scan settles.
+const sweepBatch = 100
+
+// sweep frees drivers whose reservation lapsed and that no booking holds:
+// a reservation whose booking update was lost or was ambiguous, one left by
+// a process that crashed between reserving and updating the booking, one
+// whose release failed, or one that a failover kept while the booking's
+// update was lost. Without it such a driver stays reserved, and out of the
+// geo index, for ever.
+//
+// A driver who did not accept is expired (if its booking still names it,
+// the booking's own expiry then returns it to searching); one who accepted
+// is declined unless its booking holds it (allocated to it or accepted
+// with it). Every instance sweeps; the driver store's compare-and-set
+// makes two sweeps of one driver harmless.
+func (s *Service) sweep(ctx context.Context) {
+	if s.reserved == nil {
+		return
+	}
+	now := s.now()
+	lapsed, err := s.reserved.ClaimLapsed(ctx, now, s.cfg.ClaimHold, sweepBatch)
+	if err != nil {
+		s.log.Warn("claim lapsed reservations", "err", err)
+		return
+	}
+	for _, d := range lapsed {
+		if d.Accepted && s.holds(ctx, d.BookingID, d.ID) {
+			continue
+		}
+		err := s.driver.Release(ctx, d.ID, d.BookingID, !d.Accepted, now)
+		if err != nil && !errors.Is(err, ErrDriverAccepted) {
+			s.log.Warn("sweep a lapsed reservation", "driver", d.ID, "booking", d.BookingID, "err", err)
+			continue
+		}
+		s.log.Info("swept a lapsed reservation", "driver", d.ID, "booking", d.BookingID, "accepted", d.Accepted)
+	}
+}
+
+// holds reports whether booking id holds driverID. When the booking cannot
+// be read, it is taken to hold the driver: the next sweep looks again.
+func (s *Service) holds(ctx context.Context, id, driverID string) bool {
+	b, err := s.store.Get(ctx, id)
+	if errors.Is(err, ErrNotFound) {
+		return false
+	}
+	if err != nil {
+		return true
+	}
+	return b.DriverID == driverID && (b.Status == Allocated || b.Status == Accepted)
+}
