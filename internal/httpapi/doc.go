@@ -57,8 +57,12 @@
 //	                               spampede.RuleSet, application/json, at most
 //	                               1 MiB, validated by spampede.ParseRuleSet
 //	                               (400 invalid_argument listing every invalid
-//	                               rule); answers the rule set then in force,
-//	                               with the version it was saved under
+//	                               rule); its "version" is the version
+//	                               edited (required): saved as version+1 if
+//	                               that is still the stored one, else 409
+//	                               conflict (GET, reapply, PUT again); the
+//	                               same body again succeeds; answers the rule
+//	                               set then in force
 //	GET  /v1/spampede/cells?top=N  the N (1 to 1000, default 20) cells tripped
 //	                               now, highest count first: {"cells":[...]}
 //

@@ -216,6 +216,13 @@ func TestDriverHashesExpireUnlessTheyHeartbeat(t *testing.T) {
 		t.Fatal(err)
 	}
 	inRange("the next heartbeat")
+
+	// A driver that goes on line before any heartbeat gets a TTL too.
+	key = redisstore.DriverKey("d2")
+	if _, err := s.Apply(ctx, "d2", driver.Transition{Event: driver.EventGoOnline, Services: []string{"car"}}, t0); err != nil {
+		t.Fatal(err)
+	}
+	inRange("go_online before any heartbeat")
 }
 
 // sweepingStore is a store whose searches wait long enough for their sweep

@@ -12,13 +12,16 @@ import (
 // casScript writes a driver's state fields only if its version is still the
 // one the caller read, and bumps the version: two bookings can never both
 // reserve one driver. Deterministic: no time, no randomness.
-// KEYS[1] driver hash; ARGV[1] expected version; ARGV[2..] field, value pairs.
-// Returns {1, new version} or {0, current version}.
+// A hash without an expiry (a driver that went on line before its first
+// heartbeat) gets the driver TTL, so no driver record lives for ever.
+// KEYS[1] driver hash; ARGV[1] expected version; ARGV[2] TTL ms; ARGV[3..]
+// field, value pairs. Returns {1, new version} or {0, current version}.
 const casScript = `
 local v = tonumber(redis.call('HGET', KEYS[1], 'v') or '0')
 if v ~= tonumber(ARGV[1]) then return {0, v} end
-for i = 2, #ARGV, 2 do redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 1]) end
+for i = 3, #ARGV, 2 do redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 1]) end
 redis.call('HSET', KEYS[1], 'v', v + 1)
+if redis.call('PTTL', KEYS[1]) < 0 then redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
 return {1, v + 1}
 `
 

@@ -53,7 +53,7 @@ func (s *Drivers) Apply(ctx context.Context, id string, tr driver.Transition, no
 }
 
 func (s *Drivers) compareAndSet(ctx context.Context, old, next driver.Driver) (bool, error) {
-	cmd := s.cas.cmd(driverKey(old.ID), append([]any{old.Version}, stateFields(next)...)...)
+	cmd := s.cas.cmd(driverKey(old.ID), append([]any{old.Version, s.cfg.DriverTTL.Milliseconds()}, stateFields(next)...)...)
 	cmd.Acks = s.cfg.Acks
 	res := s.cas.exec(ctx, s.r, []redisroute.Cmd{cmd})[0]
 	if res.Err != nil {
