@@ -119,6 +119,15 @@ type Config struct {
 	// MaxEjectedFraction caps the fraction of nodes ejected at once.
 	MaxEjectedFraction float64
 
+	// ReplicaCheckInterval is how often every node is asked for INFO
+	// replication (each ask bounded by the interval too). A replica whose
+	// link to its primary is down, or whose last acknowledgement to it is
+	// older than MaxReplicaLag, serves no reads until it catches up. Redis
+	// reports the lag in whole seconds and a healthy replica acknowledges
+	// every second, so MaxReplicaLag is at least 1 s.
+	ReplicaCheckInterval time.Duration
+	MaxReplicaLag        time.Duration
+
 	// MigrationGrace is how long reads go to primaries after a MOVED or ASK
 	// reply: replicas cannot see a slot migration and may answer "missing"
 	// for keys that already moved.
@@ -133,27 +142,29 @@ type Config struct {
 // DefaultConfig returns the defaults used by apollo serve.
 func DefaultConfig() Config {
 	return Config{
-		Policy:              ReplicaPreferred,
-		DialTimeout:         250 * time.Millisecond,
-		ReadTimeout:         time.Second,
-		CallTimeout:         time.Second,
-		AckTimeout:          250 * time.Millisecond,
-		PoolSize:            32,
-		RefreshInterval:     5 * time.Second,
-		RefreshMinInterval:  200 * time.Millisecond,
-		HedgeMin:            5 * time.Millisecond,
-		HedgeMax:            40 * time.Millisecond,
-		HedgeFactor:         4,
-		HedgeBudget:         0.1,
-		RetryBudget:         0.2,
-		BudgetBurst:         500,
-		StallAfter:          80 * time.Millisecond,
-		FailFastAfter:       500 * time.Millisecond,
-		ProbeInterval:       100 * time.Millisecond,
-		ReadmitAfter:        3,
-		MaxEjectedFraction:  0.34,
-		PrimaryFallbackRate: 50000,
-		MigrationGrace:      10 * time.Second,
+		Policy:               ReplicaPreferred,
+		DialTimeout:          250 * time.Millisecond,
+		ReadTimeout:          time.Second,
+		CallTimeout:          time.Second,
+		AckTimeout:           250 * time.Millisecond,
+		PoolSize:             32,
+		RefreshInterval:      5 * time.Second,
+		RefreshMinInterval:   200 * time.Millisecond,
+		HedgeMin:             5 * time.Millisecond,
+		HedgeMax:             40 * time.Millisecond,
+		HedgeFactor:          4,
+		HedgeBudget:          0.1,
+		RetryBudget:          0.2,
+		BudgetBurst:          500,
+		StallAfter:           80 * time.Millisecond,
+		FailFastAfter:        500 * time.Millisecond,
+		ProbeInterval:        100 * time.Millisecond,
+		ReadmitAfter:         3,
+		MaxEjectedFraction:   0.34,
+		ReplicaCheckInterval: 500 * time.Millisecond,
+		MaxReplicaLag:        2 * time.Second,
+		PrimaryFallbackRate:  50000,
+		MigrationGrace:       10 * time.Second,
 	}
 }
 
@@ -185,6 +196,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) *Flags {
 	fs.Float64Var(&c.HedgeBudget, "redis-hedge-budget", c.HedgeBudget, "fraction of requests that may be hedged")
 	fs.DurationVar(&c.StallAfter, "redis-stall-after", c.StallAfter, "eject a node that answers nothing for this long while requests wait")
 	fs.DurationVar(&c.FailFastAfter, "redis-fail-fast-after", c.FailFastAfter, "fail a call at once, without sending it, when its only possible node has answered nothing for this long")
+	fs.DurationVar(&c.MaxReplicaLag, "redis-max-replica-lag", c.MaxReplicaLag, "a replica whose last acknowledgement to its primary is older than this (or whose link is down) serves no reads until it catches up")
 	fs.IntVar(&c.PrimaryFallbackRate, "redis-primary-fallback-rate", c.PrimaryFallbackRate, "max reads/s per primary falling back from replicas (0 = no cap)")
 	return f
 }
@@ -234,6 +246,7 @@ func (c Config) Validate() error {
 		"dial timeout": c.DialTimeout, "read timeout": c.ReadTimeout, "call timeout": c.CallTimeout,
 		"refresh interval": c.RefreshInterval, "refresh min interval": c.RefreshMinInterval,
 		"ack timeout": c.AckTimeout, "hedge min": c.HedgeMin, "hedge max": c.HedgeMax, "stall after": c.StallAfter, "fail fast after": c.FailFastAfter, "probe interval": c.ProbeInterval,
+		"replica check interval": c.ReplicaCheckInterval,
 	}
 	for name, d := range positive {
 		if d <= 0 {
@@ -242,6 +255,9 @@ func (c Config) Validate() error {
 	}
 	if c.FailFastAfter < c.StallAfter {
 		errs = append(errs, fmt.Errorf("fail fast after %s is shorter than stall after %s", c.FailFastAfter, c.StallAfter))
+	}
+	if c.MaxReplicaLag < time.Second {
+		errs = append(errs, fmt.Errorf("max replica lag must be at least 1s (Redis reports lag in whole seconds; a healthy replica reports up to 1), got %s", c.MaxReplicaLag))
 	}
 	if c.HedgeMin > c.HedgeMax {
 		errs = append(errs, fmt.Errorf("hedge min %s exceeds hedge max %s", c.HedgeMin, c.HedgeMax))

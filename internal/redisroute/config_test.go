@@ -26,6 +26,8 @@ func TestConfigValidate(t *testing.T) {
 		{"fail fast before a stall", func(c *redisroute.Config) { c.FailFastAfter = c.StallAfter / 2 }, "shorter than stall after"},
 		{"pool of zero", func(c *redisroute.Config) { c.PoolSize = 0 }, "pool size"},
 		{"negative fallback rate", func(c *redisroute.Config) { c.PrimaryFallbackRate = -1 }, "must not be negative"},
+		{"replica lag below Redis's resolution", func(c *redisroute.Config) { c.MaxReplicaLag = 500 * time.Millisecond }, "max replica lag must be at least 1s"},
+		{"zero replica check interval", func(c *redisroute.Config) { c.ReplicaCheckInterval = 0 }, "replica check interval must be positive"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -45,7 +47,8 @@ func TestFlagsSetPolicyAddrsAndTLS(t *testing.T) {
 	fs := flag.NewFlagSet("t", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	f := c.RegisterFlags(fs)
-	err := fs.Parse([]string{"--redis-addrs", "10.0.0.1:7000, 10.0.0.2:7000", "--read-policy", "nearest", "--redis-tls", "--redis-tls-server-name", "redis.internal"})
+	err := fs.Parse([]string{"--redis-addrs", "10.0.0.1:7000, 10.0.0.2:7000", "--read-policy", "nearest", "--redis-tls", "--redis-tls-server-name", "redis.internal",
+		"--redis-max-replica-lag", "5s"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,6 +60,9 @@ func TestFlagsSetPolicyAddrsAndTLS(t *testing.T) {
 	}
 	if c.Policy != redisroute.Nearest || c.TLS == nil || c.TLS.ServerName != "redis.internal" {
 		t.Errorf("policy %s, tls %+v", c.Policy, c.TLS)
+	}
+	if c.MaxReplicaLag != 5*time.Second {
+		t.Errorf("max replica lag = %s, want 5s", c.MaxReplicaLag)
 	}
 	if err := fs.Parse([]string{"--read-policy", "fastest"}); err == nil || !strings.Contains(err.Error(), "unknown read policy") {
 		t.Errorf("bad policy flag: %v", err)

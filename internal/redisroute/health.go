@@ -112,23 +112,9 @@ func (r *Router) hopeless(n *node, now time.Time) bool {
 	return n.stalled(now, r.cfg.FailFastAfter, r.stallFloor.Load())
 }
 
-// probeLoop re-admits ejected nodes after ReadmitAfter consecutive
-// successful PINGs. Probing is off the request path, so a node that is still
-// hung never costs a request its latency again.
-func (r *Router) probeLoop() {
-	defer r.wg.Done()
-	tick := time.NewTicker(r.cfg.ProbeInterval)
-	defer tick.Stop()
-	for {
-		select {
-		case <-r.stop:
-			return
-		case <-tick.C:
-			r.probeEjected()
-		}
-	}
-}
-
+// probeEjected, every ProbeInterval, re-admits ejected nodes after
+// ReadmitAfter consecutive successful PINGs. Probing is off the request
+// path, so a node that is still hung never costs a request its latency again.
 func (r *Router) probeEjected() {
 	t := r.topo.Load()
 	var wg sync.WaitGroup

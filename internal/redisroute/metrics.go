@@ -13,6 +13,7 @@ type metrics struct {
 	nodeErrors     *prometheus.CounterVec
 	ejections      *prometheus.CounterVec
 	ejected        *prometheus.GaugeVec
+	replicaBehind  *prometheus.GaugeVec
 	refreshes      *prometheus.CounterVec
 	refreshDeduped prometheus.Counter
 	hedges         *prometheus.CounterVec
@@ -40,6 +41,9 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		ejected: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "apollo_redis_node_ejected", Help: "1 while a node is ejected from routing.",
 		}, []string{"node"}),
+		replicaBehind: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "apollo_redis_replica_behind", Help: "1 while a replica is too far behind its primary to serve reads (link down, or lag above the bound).",
+		}, []string{"node"}),
 		refreshes: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "apollo_redis_topology_refreshes_total", Help: "Topology refreshes, by reason and result.",
 		}, []string{"reason", "result"}),
@@ -62,7 +66,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	if reg == nil {
 		return m, nil
 	}
-	for _, c := range []prometheus.Collector{m.latency, m.nodeErrors, m.ejections, m.ejected, m.refreshes, m.refreshDeduped, m.hedges, m.retries, m.fallbacks, m.commands} {
+	for _, c := range []prometheus.Collector{m.latency, m.nodeErrors, m.ejections, m.ejected, m.replicaBehind, m.refreshes, m.refreshDeduped, m.hedges, m.retries, m.fallbacks, m.commands} {
 		if err := reg.Register(c); err != nil {
 			return nil, errors.Join(errors.New("register redisroute metrics"), err)
 		}

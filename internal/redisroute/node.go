@@ -18,6 +18,7 @@ type node struct {
 	probe  *redis.Client // separate, tiny pool: probes never queue behind stuck requests
 
 	ejected      atomic.Bool
+	behind       atomic.Bool  // a replica serving stale data; see replication.go
 	ewmaNanos    atomic.Int64 // recent round-trip time of a sub-batch
 	inflight     atomic.Int64
 	lastProgress atomic.Int64 // unix nanos of the last reply, or of going busy

@@ -32,8 +32,17 @@ func (r *Router) pickRead(s *shard, n int, exclude []*node) (*node, Via, error) 
 	// deadline, and failing fast is the better answer.
 	// Validate keeps FailFastAfter ≥ StallAfter, so a hopeless node is
 	// stalled too: usable need not ask both.
-	open := func(x *node) bool { return !slices.Contains(exclude, x) && !r.hopeless(x, now) }
-	usable := func(x *node) bool { return x.healthy() && !slices.Contains(exclude, x) && !r.stalled(x, now) }
+	// A replica that is behind its primary (see replication.go) would
+	// answer with stale data: it serves no read, not even as a last resort,
+	// because a read that fails is better than one that answers with data
+	// from before a write that was acknowledged. Its mark is cleared when
+	// its primary stops answering, so a failover still finds it. Only a
+	// replica: a node marked just before it was promoted is fresh.
+	behind := func(x *node) bool { return x != s.primary && x.behind.Load() }
+	open := func(x *node) bool { return !slices.Contains(exclude, x) && !r.hopeless(x, now) && !behind(x) }
+	usable := func(x *node) bool {
+		return x.healthy() && !slices.Contains(exclude, x) && !r.stalled(x, now) && !behind(x)
+	}
 	switch r.policyAt(now) {
 	case Primary:
 		if usable(s.primary) {

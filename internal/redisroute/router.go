@@ -12,8 +12,9 @@ import (
 )
 
 // Router sends commands to a Redis Cluster. It is safe for concurrent use.
-// It owns three background goroutines (topology refresh, stall watchdog,
-// prober) and the in-flight requests; Close stops and waits for all of them.
+// It owns four background goroutines (topology refresh, stall watchdog,
+// prober, replication check) and the in-flight requests; Close stops and
+// waits for all of them.
 type Router struct {
 	cfg   Config
 	log   *slog.Logger
@@ -74,11 +75,29 @@ func New(ctx context.Context, cfg Config, reg prometheus.Registerer, log *slog.L
 	r.wg.Add(1)
 	go r.refreshLoop()
 	if cfg.Policy != Legacy2019 {
-		r.wg.Add(2)
+		r.wg.Add(3)
 		go r.watchdogLoop()
-		go r.probeLoop()
+		go r.every(cfg.ProbeInterval, r.probeEjected)
+		go r.every(cfg.ReplicaCheckInterval, r.checkReplication)
 	}
 	return r, nil
+}
+
+// every runs f every d until Close: the body of a background goroutine
+// the Router owns (counted in wg by the caller). A run that takes longer
+// than d delays the next one; runs never overlap.
+func (r *Router) every(d time.Duration, f func()) {
+	defer r.wg.Done()
+	tick := time.NewTicker(d)
+	defer tick.Stop()
+	for {
+		select {
+		case <-r.stop:
+			return
+		case <-tick.C:
+			f()
+		}
+	}
 }
 
 // Close stops the background goroutines, waits for in-flight requests
@@ -149,6 +168,7 @@ type NodeStatus struct {
 	Role    string        `json:"role"` // primary or replica
 	Shard   int           `json:"shard"`
 	Healthy bool          `json:"healthy"`
+	Behind  bool          `json:"behind"` // a replica too far behind its primary to serve reads
 	Latency time.Duration `json:"latency_ns"`
 }
 
@@ -161,7 +181,8 @@ func (r *Router) Nodes() []NodeStatus {
 			if k == 0 {
 				role = "primary"
 			}
-			out = append(out, NodeStatus{Addr: n.addr, Role: role, Shard: i, Healthy: n.healthy(), Latency: n.latency()})
+			out = append(out, NodeStatus{Addr: n.addr, Role: role, Shard: i, Healthy: n.healthy(),
+				Behind: k > 0 && n.behind.Load(), Latency: n.latency()})
 		}
 	}
 	return out

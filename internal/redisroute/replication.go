@@ -1,0 +1,264 @@
+package redisroute
+
+import (
+	"context"
+	"net"
+	"net/netip"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// A replica keeps answering reads with what it has when its replication
+// link breaks or falls behind (replica-serve-stale-data is on by default),
+// and the cluster keeps listing it. So the router asks every node for
+// INFO replication in the background and stops reading from a replica that
+// is behind its primary until it catches up. It is not ejected: ejection is
+// about a node's health, with caps, and this node is healthy, just stale.
+//
+// A replica whose primary does not answer is never behind: its link is
+// down because the primary is, which is what a failover looks like, and
+// its data is the freshest there is.
+
+// replication is what INFO replication says about one node.
+type replication struct {
+	primary  bool            // role:master
+	linkDown bool            // a replica's master_link_status:down
+	master   string          // a replica's master_host:master_port
+	replicas []listedReplica // a primary's slaveN lines
+}
+
+// listedReplica is one slaveN line of a primary: a connected replica.
+type listedReplica struct {
+	addr  string // ip:port, as the primary sees or the replica announces it
+	state string // online once synchronised; wait_bgsave, send_bulk before
+	lag   int    // seconds since its last acknowledgement; -1 if not given
+}
+
+// parseReplication reads the text of INFO replication.
+func parseReplication(info string) replication {
+	var r replication
+	var host, port string
+	for _, line := range strings.Split(info, "\n") {
+		k, v, ok := strings.Cut(strings.TrimRight(line, "\r"), ":")
+		if !ok {
+			continue
+		}
+		switch {
+		case k == "role":
+			r.primary = v == "master"
+		case k == "master_link_status":
+			r.linkDown = v != "up"
+		case k == "master_host":
+			host = v
+		case k == "master_port":
+			port = v
+		case isSlaveKey(k):
+			r.replicas = append(r.replicas, parseListed(v))
+		}
+	}
+	if host != "" && port != "" {
+		r.master = net.JoinHostPort(host, port)
+	}
+	return r
+}
+
+// isSlaveKey matches slave0, slave1, ... (not slave_repl_offset and kin).
+func isSlaveKey(k string) bool {
+	n, ok := strings.CutPrefix(k, "slave")
+	if !ok || n == "" {
+		return false
+	}
+	_, err := strconv.Atoi(n)
+	return err == nil
+}
+
+// parseListed reads "ip=127.0.0.1,port=7001,state=online,offset=56,lag=0".
+func parseListed(v string) listedReplica {
+	l := listedReplica{lag: -1}
+	var ip, port string
+	for _, f := range strings.Split(v, ",") {
+		k, val, _ := strings.Cut(f, "=")
+		switch k {
+		case "ip":
+			ip = val
+		case "port":
+			port = val
+		case "state":
+			l.state = val
+		case "lag":
+			if n, err := strconv.Atoi(val); err == nil {
+				l.lag = n
+			}
+		}
+	}
+	l.addr = net.JoinHostPort(ip, port)
+	return l
+}
+
+// verdict is the check's finding on one replica. known is false when
+// nothing was learned (the replica did not answer): its mark stays.
+type verdict struct {
+	known  bool
+	behind bool
+	reason string
+}
+
+// Reasons a replica is behind, or serves reads again.
+const (
+	behindLinkDown     = "its replication link is down"
+	behindNotListed    = "its primary does not list it as a connected replica"
+	primaryUnreachable = "its primary is not answering (a failover: its data is the freshest there is)"
+	replicaCaughtUp    = "caught up"
+)
+
+// judgeShard decides which replicas of one shard are behind. primary is
+// the INFO of the shard's primary (primaryAddr), nil if it did not answer;
+// replicas[i] is the INFO of the replica at replicaAddrs[i], nil if it did
+// not answer.
+//
+// A replica the primary lists is judged by its entry (state, lag), unless
+// it says itself that its link is down or that it was promoted (the
+// topology is out of date). One the primary does not list is behind only
+// when its own INFO says it replicates from that primary and every entry
+// of the list is another replica of the shard: an entry no replica
+// matches may be this one under another address (NAT, replica-announce-ip,
+// a hostname), and a wrong "behind" would move its reads to the primary.
+func judgeShard(primaryAddr string, primary *replication, replicaAddrs []string, replicas []*replication, maxLag time.Duration) []verdict {
+	out := make([]verdict, len(replicas))
+	if primary == nil || !primary.primary {
+		for i := range out {
+			out[i] = verdict{known: true, reason: primaryUnreachable}
+		}
+		return out
+	}
+	listed := make([]int, len(replicas)) // index+1 into primary.replicas; 0: not listed
+	accounted := 0
+	for k, l := range primary.replicas {
+		for i, a := range replicaAddrs {
+			if listed[i] == 0 && sameEndpoint(l.addr, a) {
+				listed[i] = k + 1
+				accounted++
+				break
+			}
+		}
+	}
+	allAccounted := accounted == len(primary.replicas)
+	for i, own := range replicas {
+		switch {
+		case own == nil && listed[i] != 0:
+			// It did not answer, but its primary's word is enough.
+			out[i] = judgeListed(primary.replicas[listed[i]-1], maxLag)
+		case own == nil:
+			// Nothing learned: whether it is stale is unknown, and a replica
+			// that does not answer is the health checks' business.
+		case own.primary:
+			out[i] = verdict{known: true, reason: replicaCaughtUp} // promoted; the topology will follow
+		case own.linkDown:
+			out[i] = verdict{known: true, behind: true, reason: behindLinkDown}
+		case listed[i] != 0:
+			out[i] = judgeListed(primary.replicas[listed[i]-1], maxLag)
+		case allAccounted && sameEndpoint(own.master, primaryAddr):
+			out[i] = verdict{known: true, behind: true, reason: behindNotListed}
+		default:
+			// Unlisted, but either it follows another node (the topology is
+			// out of date) or the list has an entry that may be this one.
+			out[i] = verdict{known: true, reason: replicaCaughtUp}
+		}
+	}
+	return out
+}
+
+// judgeListed judges a replica its primary lists.
+func judgeListed(l listedReplica, maxLag time.Duration) verdict {
+	if l.state != "online" {
+		return verdict{known: true, behind: true, reason: "its primary lists it as " + l.state + ", not online"}
+	}
+	if lag := time.Duration(l.lag) * time.Second; lag > maxLag {
+		return verdict{known: true, behind: true, reason: "its last acknowledgement is " + lag.String() + " old (max " + maxLag.String() + ")"}
+	}
+	return verdict{known: true, reason: replicaCaughtUp}
+}
+
+// sameEndpoint compares host:port addresses: same port, and the same host
+// by name (case-insensitive) or by IP (an IPv4-mapped IPv6 address is its
+// IPv4 address; all loopback addresses are one host). A name is not
+// resolved: a hostname matches only the same name.
+func sameEndpoint(a, b string) bool {
+	ha, pa, errA := net.SplitHostPort(a)
+	hb, pb, errB := net.SplitHostPort(b)
+	if errA != nil || errB != nil || pa != pb {
+		return false
+	}
+	if strings.EqualFold(ha, hb) {
+		return true
+	}
+	ia, errA := netip.ParseAddr(ha)
+	ib, errB := netip.ParseAddr(hb)
+	if errA != nil || errB != nil {
+		return false
+	}
+	ia, ib = ia.Unmap(), ib.Unmap()
+	return ia == ib || ia.IsLoopback() && ib.IsLoopback()
+}
+
+// checkReplication, every ReplicaCheckInterval, asks every node of the
+// topology for INFO replication through its probe pool, each bounded by
+// the interval so that a hung node delays the next check by one interval
+// at most, then judges each shard. It is the only writer of the nodes'
+// behind marks.
+func (r *Router) checkReplication() {
+	t := r.topo.Load()
+	var mu sync.Mutex
+	infos := map[*node]*replication{}
+	var wg sync.WaitGroup
+	for _, n := range t.nodes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ctx, cancel := context.WithTimeout(context.Background(), r.cfg.ReplicaCheckInterval)
+			text, err := n.probe.Info(ctx, "replication").Result()
+			cancel()
+			if err != nil {
+				return
+			}
+			rep := parseReplication(text)
+			mu.Lock()
+			infos[n] = &rep
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	now := r.clock.Now()
+	for _, s := range t.shards {
+		// A node marked while a replica may be the primary now.
+		r.setBehind(s.primary, verdict{known: true, reason: "it is the primary"})
+		var p *replication
+		if s.primary.healthy() && !r.hopeless(s.primary, now) {
+			p = infos[s.primary]
+		}
+		addrs := make([]string, len(s.replicas))
+		reps := make([]*replication, len(s.replicas))
+		for i, x := range s.replicas {
+			addrs[i], reps[i] = x.addr, infos[x]
+		}
+		for i, v := range judgeShard(s.primary.addr, p, addrs, reps, r.cfg.MaxReplicaLag) {
+			r.setBehind(s.replicas[i], v)
+		}
+	}
+}
+
+// setBehind records a verdict on n, and logs and exports a change.
+func (r *Router) setBehind(n *node, v verdict) {
+	if !v.known || n.behind.Swap(v.behind) == v.behind {
+		return
+	}
+	if v.behind {
+		r.m.replicaBehind.WithLabelValues(n.addr).Set(1)
+		r.log.Warn("redis replica behind its primary: no reads until it catches up", "node", n.addr, "reason", v.reason)
+		return
+	}
+	r.m.replicaBehind.WithLabelValues(n.addr).Set(0)
+	r.log.Info("redis replica serves reads again", "node", n.addr, "reason", v.reason)
+}
