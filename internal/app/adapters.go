@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/apollo-platform/apollo/internal/booking"
@@ -66,7 +67,11 @@ func (r reserver) Release(ctx context.Context, driverID, bookingID string, expir
 
 // Get reads a driver from its primary: the pipeline decides on it.
 func (r reserver) Get(ctx context.Context, id string) (driver.Driver, error) {
-	return r.drivers.GetFresh(ctx, id)
+	d, err := r.drivers.GetFresh(ctx, id)
+	if errors.Is(err, redisstore.ErrNotFound) {
+		return d, fmt.Errorf("%w: %w", booking.ErrDriverNotFound, err)
+	}
+	return d, err
 }
 
 func (r reserver) Apply(ctx context.Context, id string, tr driver.Transition, now time.Time) (driver.Driver, error) {

@@ -68,6 +68,8 @@ var (
 	// ErrUnconfirmed: the store applied a write but could not confirm that
 	// a replica holds it, so a failover could still undo it.
 	ErrUnconfirmed = errors.New("booking write not confirmed by a replica")
+	// ErrDriverNotFound: the driver's record does not exist (it expired).
+	ErrDriverNotFound = errors.New("driver not found")
 	// ErrDriverAccepted: a reservation cannot be released because its
 	// driver accepted the booking (or started its trip): the booking holds
 	// the driver, whatever the booking record says.

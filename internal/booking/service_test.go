@@ -200,7 +200,7 @@ func (f *fakeFleet) Get(_ context.Context, id string) (driver.Driver, error) {
 	defer f.mu.Unlock()
 	d, ok := f.drivers[id]
 	if !ok {
-		return d, errors.New("no such driver")
+		return d, ErrDriverNotFound
 	}
 	return d, nil
 }
@@ -642,4 +642,43 @@ func TestTheSweepFreesLapsedReservationsNoBookingHolds(t *testing.T) {
 			t.Errorf("%s is %s after the sweep, want %s", id, got, want)
 		}
 	}
+}
+
+// When a reservation lapses, the booking lets go of its driver before the
+// driver is freed: no second booking can reserve a driver the first one
+// still names.
+func TestALapsedReservationLeavesTheBookingBeforeTheDriverIsFreed(t *testing.T) {
+	r := newRig(t, "d1")
+	b, _ := r.svc.Create(context.Background(), req("k"))
+	check := &releaseWatch{fakeFleet: r.fleet, store: r.store}
+	r.svc.driver = check
+	r.clk.add(16 * time.Second) // past the 15 s reservation
+	r.svc.Start()
+	defer r.svc.Stop()
+	eventually(t, "the driver was released", func() bool { check.mu.Lock(); defer check.mu.Unlock(); return check.released > 0 })
+	check.mu.Lock()
+	defer check.mu.Unlock()
+	if check.stillNamed > 0 {
+		t.Errorf("the driver was freed %d times while booking %s still named it", check.stillNamed, b.ID)
+	}
+}
+
+// releaseWatch counts releases of a driver its booking still names.
+type releaseWatch struct {
+	*fakeFleet
+	store *memStore
+
+	mu                   sync.Mutex
+	released, stillNamed int
+}
+
+func (w *releaseWatch) Release(ctx context.Context, driverID, bookingID string, expired bool, now time.Time) error {
+	b, _ := w.store.Get(ctx, bookingID)
+	w.mu.Lock()
+	w.released++
+	if b.Status == Allocated && b.DriverID == driverID {
+		w.stillNamed++
+	}
+	w.mu.Unlock()
+	return w.fakeFleet.Release(ctx, driverID, bookingID, expired, now)
 }

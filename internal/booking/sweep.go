@@ -15,10 +15,9 @@ const sweepBatch = 100
 // update was lost. Without it such a driver stays reserved, and out of the
 // geo index, for ever.
 //
-// A driver who did not accept is expired (if its booking still names it,
-// the booking's own expiry then returns it to searching); one who accepted
-// is declined unless its booking holds it (allocated to it or accepted
-// with it). Every instance sweeps; the driver store's compare-and-set
+// A reservation its booking still holds (allocated to the driver, or
+// accepted with it) is left to the booking; any other is expired, or
+// declined if the driver had accepted. Every instance sweeps; the driver store's compare-and-set
 // makes two sweeps of one driver harmless.
 func (s *Service) sweep(ctx context.Context) {
 	if s.reserved == nil {
@@ -31,7 +30,9 @@ func (s *Service) sweep(ctx context.Context) {
 		return
 	}
 	for _, d := range lapsed {
-		if d.Accepted && s.holds(ctx, d.BookingID, d.ID) {
+		// A booking that still names its driver frees it itself (its
+		// expiry, or the accept it settles): the sweep is for the others.
+		if s.holds(ctx, d.BookingID, d.ID) {
 			continue
 		}
 		err := s.driver.Release(ctx, d.ID, d.BookingID, !d.Accepted, now)

@@ -84,20 +84,31 @@ func (s *Service) advance(ctx context.Context, id string) error {
 		if now.Before(b.ReservedUntil) {
 			return s.store.Schedule(ctx, id, b.ReservedUntil)
 		}
-		to := Searching
-		switch err := s.driver.Release(ctx, b.DriverID, b.ID, true, now); {
-		case errors.Is(err, ErrDriverAccepted):
-			// The driver's accept was recorded, the booking's update after
-			// it was lost: the booking holds the driver.
-			to = Accepted
-		case err != nil:
+		// The booking lets go of the driver before the driver is freed,
+		// so that no second booking can reserve the driver while this one
+		// still names it; if the release then fails, the sweep frees the
+		// driver. A driver who accepted holds the booking: its update
+		// after the accept was lost. (No accept can come now: the
+		// reservation has lapsed.)
+		d, err := s.driver.Get(ctx, b.DriverID)
+		if err != nil && !errors.Is(err, ErrDriverNotFound) {
 			return err
+		}
+		to := Searching
+		if acceptedAlready(d, b.ID) {
+			to = Accepted
 		}
 		next, err := transition(b, to, now)
 		if err != nil {
 			return err
 		}
-		return s.store.Update(ctx, b, next)
+		if err := s.store.Update(ctx, b, next); err != nil || to == Accepted {
+			return err
+		}
+		if err := s.driver.Release(ctx, b.DriverID, b.ID, true, now); err != nil {
+			s.log.Debug("release a lapsed reservation", "driver", b.DriverID, "booking", b.ID, "err", err)
+		}
+		return nil
 	case Searching:
 		if !now.Before(b.Deadline) {
 			next, err := transition(b, Unallocated, now)
