@@ -80,6 +80,8 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.Booking.AllocationTimeout, "allocation-timeout", c.Booking.AllocationTimeout, "a booking with no driver after this is unallocated")
 	fs.DurationVar(&c.Booking.RetryMin, "retry-min", c.Booking.RetryMin, "a booking that found no driver is tried again after this; each further miss doubles the wait")
 	fs.DurationVar(&c.Booking.RetryMax, "retry-max", c.Booking.RetryMax, "the longest wait between two attempts to find a booking a driver")
+	fs.DurationVar(&c.Booking.ScanEvery, "booking-scan-every", c.Booking.ScanEvery, "how often due bookings are claimed (retried, expired, resumed) and lapsed reservations swept")
+	fs.DurationVar(&c.Booking.ClaimHold, "booking-claim-hold", c.Booking.ClaimHold, "how long a claimed booking is kept from other scans before it is due again if nothing rescheduled it")
 	fs.DurationVar(&c.Dispatch.ReservationTTL, "reservation-ttl", c.Dispatch.ReservationTTL, "how long a reserved driver has to accept")
 	fs.Float64Var(&c.Dispatch.RadiusM, "dispatch-radius-m", c.Dispatch.RadiusM, "how far from the pickup drivers are searched")
 	fs.IntVar(&c.BookingAcks, "booking-acks", c.BookingAcks, "replicas that must acknowledge a new booking before it is reported created")
