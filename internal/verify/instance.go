@@ -1,0 +1,140 @@
+package verify
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"regexp"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// Instance is one `apollo serve` process under test: started from a
+// binary (so that a new verify can check an older build), killed with
+// SIGKILL by its PID, and restarted on the same ports.
+type Instance struct {
+	Name string
+	bin  string
+	args []string
+	logw io.Writer
+
+	mu       sync.Mutex
+	cmd      *exec.Cmd
+	done     chan struct{} // closed when the process has been waited for
+	api      string        // http://host:port of the public API
+	admin    string        // http://host:port of the admin listener
+	apiAddr  string
+	adminAdr string
+}
+
+// servingLine is what `apollo serve` prints once it listens.
+var servingLine = regexp.MustCompile(`apollo serving API on (http://\S+), admin on (http://\S+)`)
+
+// NewInstance describes an instance; Start runs it. args are `serve`
+// flags (the Redis seeds and settings); logs go to logw.
+func NewInstance(name, bin string, args []string, logw io.Writer) *Instance {
+	return &Instance{Name: name, bin: bin, args: args, logw: logw,
+		apiAddr: "127.0.0.1:0", adminAdr: "127.0.0.1:0"}
+}
+
+// API and Admin are the instance's base URLs (stable across restarts).
+func (in *Instance) API() string   { in.mu.Lock(); defer in.mu.Unlock(); return in.api }
+func (in *Instance) Admin() string { in.mu.Lock(); defer in.mu.Unlock(); return in.admin }
+
+// Start runs the process and returns once it serves.
+func (in *Instance) Start(ctx context.Context) error {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	args := append([]string{"serve", "--listen", in.apiAddr, "--admin-listen", in.adminAdr, "--drain-delay", "0s"}, in.args...)
+	cmd := exec.Command(in.bin, args...)
+	cmd.Stderr = in.logw
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return err
+	}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("start %s: %w", in.Name, err)
+	}
+	done := make(chan struct{})
+	lines := make(chan []string, 1)
+	go func() { // owned by the process: ends when its stdout closes
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			if m := servingLine.FindStringSubmatch(sc.Text()); m != nil {
+				select {
+				case lines <- m:
+				default:
+				}
+			}
+		}
+		cmd.Wait()
+		close(done)
+	}()
+	in.cmd, in.done = cmd, done
+	select {
+	case m := <-lines:
+		in.api, in.admin = m[1], m[2]
+		// Restarts reuse the ports, so the URLs stay valid.
+		in.apiAddr, in.adminAdr = m[1][len("http://"):], m[2][len("http://"):]
+		return nil
+	case <-done:
+		return fmt.Errorf("%s exited before serving (see its log)", in.Name)
+	case <-ctx.Done():
+		in.killLocked()
+		return ctx.Err()
+	case <-time.After(30 * time.Second):
+		in.killLocked()
+		return fmt.Errorf("%s did not serve within 30s", in.Name)
+	}
+}
+
+// Kill ends the process with SIGKILL (a crash: nothing is flushed or
+// drained) and waits for it.
+func (in *Instance) Kill() error {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return in.killLocked()
+}
+
+func (in *Instance) killLocked() error {
+	if in.cmd == nil || in.cmd.Process == nil {
+		return nil
+	}
+	err := in.cmd.Process.Signal(syscall.SIGKILL)
+	<-in.done
+	in.cmd = nil
+	if errors.Is(err, os.ErrProcessDone) {
+		return nil
+	}
+	return err
+}
+
+// Stop asks the process to shut down (SIGTERM), then kills it after 10 s.
+func (in *Instance) Stop() error {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if in.cmd == nil {
+		return nil
+	}
+	_ = in.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-in.done:
+		in.cmd = nil
+		return nil
+	case <-time.After(10 * time.Second):
+		return in.killLocked()
+	}
+}
+
+// Running reports whether the process is up.
+func (in *Instance) Running() bool {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return in.cmd != nil
+}

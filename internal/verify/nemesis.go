@@ -1,0 +1,131 @@
+package verify
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/apollo-platform/apollo/internal/drill"
+	"github.com/apollo-platform/apollo/internal/localcluster"
+)
+
+// FaultNames lists the faults the nemesis knows, in the order a run
+// without --faults injects them.
+func FaultNames() []string {
+	return []string{"replica-crash", "replica-hang", "primary-crash", "primary-hang", "handshake", "instance-kill"}
+}
+
+// ParseFaults parses a comma-separated fault list ("all" for every one).
+func ParseFaults(s string) ([]string, error) {
+	if s == "" || s == "all" {
+		return FaultNames(), nil
+	}
+	var out []string
+	for _, f := range strings.Split(s, ",") {
+		f = strings.TrimSpace(f)
+		if !slices.Contains(FaultNames(), f) {
+			return nil, fmt.Errorf("unknown fault %q (want some of %s, or all)", f, strings.Join(FaultNames(), ", "))
+		}
+		out = append(out, f)
+	}
+	return out, nil
+}
+
+// nemesis injects the faults of a schedule, one at a time, each on
+// targets chosen at random when it is injected, and records every action.
+type nemesis struct {
+	c         *localcluster.Cluster
+	instances []*Instance
+	faults    []string
+	every     time.Duration // time between the end of one fault and the next
+	hold      time.Duration // how long each fault lasts
+	rng       *rand.Rand
+	start     time.Time
+	events    []FaultEvent
+}
+
+func (n *nemesis) record(f drill.Fault, action string, err error) {
+	ev := FaultEvent{Fault: f.Name(), Action: action, At: time.Since(n.start).Nanoseconds()}
+	if err != nil {
+		ev.Err = err.Error()
+	}
+	n.events = append(n.events, ev)
+}
+
+// run injects faults until ctx ends, healing each before the next and the
+// last one before it returns (with a context of its own: healing must
+// happen even when the run is over).
+func (n *nemesis) run(ctx context.Context) {
+	for i := 0; ; i++ {
+		if !sleep(ctx, n.every) {
+			return
+		}
+		f, err := n.fault(ctx, n.faults[i%len(n.faults)])
+		if err != nil {
+			n.events = append(n.events, FaultEvent{Fault: n.faults[i%len(n.faults)], Action: "inject", At: time.Since(n.start).Nanoseconds(), Err: err.Error()})
+			continue
+		}
+		n.record(f, "inject", f.Inject(ctx))
+		sleep(ctx, n.hold)
+		hctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		n.record(f, "heal", f.Heal(hctx))
+		cancel()
+	}
+}
+
+func (n *nemesis) pick(nodes []*localcluster.Node) *localcluster.Node { return nodes[n.rng.IntN(len(nodes))] }
+
+// fault builds the named fault on targets chosen now.
+func (n *nemesis) fault(ctx context.Context, name string) (drill.Fault, error) {
+	shard := n.rng.IntN(n.c.Config().Primaries)
+	switch name {
+	case "replica-crash":
+		return drill.Crash(n.c, n.pick(n.c.Replicas(ctx, shard)), "replica"), nil
+	case "replica-hang":
+		return drill.Hang(n.c, "replica "+n.c.Replicas(ctx, shard)[0].Addr, n.c.Replicas(ctx, shard)[0]), nil
+	case "primary-crash":
+		return drill.Crash(n.c, n.c.Primary(ctx, shard), "primary"), nil
+	case "primary-hang":
+		p := n.c.Primary(ctx, shard)
+		return drill.Hang(n.c, "primary "+p.Addr, p), nil
+	case "handshake":
+		return n.handshake(n.pick(append(n.c.Replicas(ctx, shard), n.c.Primary(ctx, shard)))), nil
+	case "instance-kill":
+		in := n.instances[n.rng.IntN(len(n.instances))]
+		return drill.FaultFunc{Label: "instance kill (SIGKILL) " + in.Name,
+			InjectFn: func(context.Context) error { return in.Kill() },
+			HealFn:   func(ctx context.Context) error { return in.Start(ctx) }}, nil
+	}
+	return nil, fmt.Errorf("unknown fault %q", name)
+}
+
+// handshake makes one node refuse Apollo's new connections (a password
+// Apollo does not know, as in a half-done rotation) and drops the
+// connections it has, so every connection Apollo makes must fail its
+// handshake.
+func (n *nemesis) handshake(node *localcluster.Node) drill.Fault {
+	const password = "verify-rotated"
+	return drill.FaultFunc{Label: "handshake refused on " + node.Addr,
+		InjectFn: func(ctx context.Context) error {
+			cl := node.Client()
+			defer cl.Close()
+			if err := cl.ConfigSet(ctx, "requirepass", password).Err(); err != nil {
+				return err
+			}
+			cl.Do(ctx, "CLIENT", "KILL", "TYPE", "normal") // its own connection goes too
+			return nil
+		},
+		HealFn: func(ctx context.Context) error {
+			cl := redis.NewClient(&redis.Options{Addr: node.Addr, Password: password})
+			defer cl.Close()
+			err := cl.ConfigSet(ctx, "requirepass", "").Err()
+			return errors.Join(err, n.c.WaitHealthy(ctx))
+		},
+	}
+}

@@ -1,0 +1,128 @@
+package verify
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"sync"
+	"time"
+)
+
+// recorder sends operations to Apollo instances and records each one: its
+// invocation and response times, what came back, and what the client can
+// conclude about whether it took effect.
+type recorder struct {
+	start  time.Time
+	client *http.Client
+
+	mu  sync.Mutex
+	ops []Op
+}
+
+func newRecorder(start time.Time, timeout time.Duration) *recorder {
+	return &recorder{start: start, client: &http.Client{Timeout: timeout}}
+}
+
+func (r *recorder) since() int64 { return time.Since(r.start).Nanoseconds() }
+
+// answer is the parts of a booking or driver answer the checker uses.
+type answer struct {
+	Status        string    `json:"status"`
+	DriverID      string    `json:"driver_id"`
+	BookingID     string    `json:"booking_id"`
+	Accepted      bool      `json:"accepted"`
+	Version       int64     `json:"version"`
+	ReservedUntil time.Time `json:"reserved_until"`
+	Deadline      time.Time `json:"deadline"`
+	Error         struct {
+		Code string `json:"code"`
+	} `json:"error"`
+}
+
+func (a answer) state() State {
+	s := State{Status: a.Status, DriverID: a.DriverID, BookingID: a.BookingID, Accepted: a.Accepted, Version: a.Version}
+	if !a.ReservedUntil.IsZero() {
+		s.ReservedUntil = a.ReservedUntil.UnixMilli()
+	}
+	if !a.Deadline.IsZero() {
+		s.Deadline = a.Deadline.UnixMilli()
+	}
+	return s
+}
+
+// do sends one request for op (Kind, Client, Instance and the entity IDs
+// set) and records it. headers may carry the Idempotency-Key.
+func (r *recorder) do(ctx context.Context, op Op, method, path string, body any, headers map[string]string) Op {
+	var rd io.Reader
+	if body != nil {
+		raw, _ := json.Marshal(body)
+		rd = bytes.NewReader(raw)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, op.Instance+path, rd)
+	if err != nil {
+		op.Outcome = Failed
+		return op
+	}
+	req.Header.Set("Content-Type", "application/json")
+	for k, v := range headers {
+		req.Header.Set(k, v)
+	}
+	op.Invoke = r.since()
+	resp, err := r.client.Do(req)
+	op.Return = r.since()
+	var a answer
+	if err == nil {
+		op.Status = resp.StatusCode
+		_ = json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&a)
+		resp.Body.Close()
+		op.Code = a.Error.Code
+	}
+	op.Outcome = outcomeOf(op.Kind, op.Status, err)
+	if op.Outcome == OK && op.Status < 300 {
+		op.Seen = a.state()
+	}
+	if errors.Is(err, context.Canceled) && op.Kind.isRead() {
+		return op // the run ended: a read that never answered says nothing
+	}
+	r.mu.Lock()
+	op.ID = len(r.ops)
+	r.ops = append(r.ops, op)
+	r.mu.Unlock()
+	return op
+}
+
+func (k Kind) isRead() bool { return k == ReadBooking || k == ReadDriver }
+
+// outcomeOf decides what an answer proves. A read either answered or says
+// nothing (Failed: it changed nothing). A write answered 2xx happened; a
+// 4xx rejected it before it changed anything; a 5xx or no answer at all
+// leaves it unknown: the write may have been applied before the failure.
+// A 404 read is an OK read of "absent".
+func outcomeOf(k Kind, status int, err error) Outcome {
+	switch {
+	case err != nil || status == 0:
+		if k.isRead() {
+			return Failed
+		}
+		return Unknown
+	case status < 300:
+		return OK
+	case k.isRead() && status == http.StatusNotFound:
+		return OK
+	case k.isRead():
+		return Failed
+	case status < 500:
+		return Failed
+	default:
+		return Unknown
+	}
+}
+
+func (r *recorder) history() []Op {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]Op(nil), r.ops...)
+}

@@ -1,0 +1,272 @@
+package verify
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/apollo-platform/apollo/internal/booking"
+	"github.com/apollo-platform/apollo/internal/driver"
+	"github.com/apollo-platform/apollo/internal/localcluster"
+	"github.com/apollo-platform/apollo/internal/redisroute"
+	"github.com/apollo-platform/apollo/internal/redisstore"
+	"github.com/apollo-platform/apollo/internal/spampede"
+)
+
+// Config is one verify run.
+type Config struct {
+	// Bin is the apollo binary whose `serve` is checked.
+	Bin string
+	// Instances is how many `apollo serve` processes share the cluster.
+	Instances int
+	// Duration is how long the workload and the nemesis run.
+	Duration time.Duration
+	// Faults the nemesis injects, in turn (FaultNames); none: no nemesis.
+	Faults []string
+	// FaultEvery is the calm between two faults; FaultFor how long each lasts.
+	FaultEvery, FaultFor time.Duration
+	// Drivers and Riders are the workload's clients.
+	Drivers, Riders int
+	// Seed makes the workload's and the nemesis's choices repeatable.
+	Seed uint64
+	// Dir holds the cluster, the instances' logs and the report files.
+	Dir string
+	// Progress receives a line per phase and per fault.
+	Progress io.Writer
+
+	// The instances' settings that bound G4/G5's slack.
+	ReservationTTL, AllocationTimeout, ScanEvery, ClaimHold time.Duration
+}
+
+// DefaultConfig is a run of a minute with every fault.
+func DefaultConfig() Config {
+	return Config{Instances: 2, Duration: time.Minute, Faults: FaultNames(), FaultEvery: 3 * time.Second, FaultFor: 6 * time.Second,
+		Drivers: 12, Riders: 16, Seed: 1, ReservationTTL: 3 * time.Second, AllocationTimeout: 10 * time.Second,
+		ScanEvery: 250 * time.Millisecond, ClaimHold: 3 * time.Second, Progress: io.Discard}
+}
+
+// Validate reports an unusable config.
+func (c Config) Validate() error {
+	var errs []error
+	if c.Bin == "" {
+		errs = append(errs, errors.New("the apollo binary to check is needed (--apollo-bin)"))
+	}
+	if c.Instances < 1 || c.Instances > 8 {
+		errs = append(errs, fmt.Errorf("instances must be within [1, 8], got %d", c.Instances))
+	}
+	if c.Duration <= 0 || c.FaultEvery <= 0 || c.FaultFor <= 0 {
+		errs = append(errs, errors.New("duration, fault interval and fault length must be positive"))
+	}
+	if c.Drivers < 1 || c.Riders < 1 {
+		errs = append(errs, errors.New("at least one driver and one rider are needed"))
+	}
+	for _, f := range c.Faults {
+		if _, err := ParseFaults(f); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Slack is how late past a deadline or a reservation's end the checks
+// still accept a booking or a reservation being settled: a claim hold,
+// two scans and the sweep's grace.
+func (c Config) Slack() time.Duration { return c.ClaimHold + 2*c.ScanEvery + 2*time.Second }
+
+// Run starts a local 3 × 2 cluster and the instances, runs the workload
+// under the nemesis, lets the instances settle, and returns the history
+// with the final state read from the primaries. Everything it started is
+// stopped before it returns.
+func Run(ctx context.Context, cfg Config) (h History, err error) {
+	if err := cfg.Validate(); err != nil {
+		return h, err
+	}
+	say := func(format string, a ...any) { fmt.Fprintf(cfg.Progress, "verify: "+format+"\n", a...) }
+	lc := localcluster.DefaultConfig()
+	lc.Dir, lc.NodeTimeout = cfg.Dir, 2*time.Second
+	lc.ExtraArgs = append(lc.ExtraArgs, "cluster-allow-reads-when-down yes")
+	say("starting a %d × %d cluster", lc.Primaries, lc.Replicas)
+	c, err := localcluster.Start(ctx, lc)
+	if err != nil {
+		return h, err
+	}
+	defer func() { err = errors.Join(err, c.Close()) }()
+
+	rules, err := writeRules(cfg.Dir)
+	if err != nil {
+		return h, err
+	}
+	logs, err := os.Create(filepath.Join(cfg.Dir, "instances.log"))
+	if err != nil {
+		return h, err
+	}
+	defer logs.Close()
+	args := []string{"--redis-addrs", strings.Join(c.Addrs(), ","), "--log-format", "json",
+		"--reservation-ttl", cfg.ReservationTTL.String(), "--allocation-timeout", cfg.AllocationTimeout.String(),
+		"--booking-scan-every", cfg.ScanEvery.String(), "--booking-claim-hold", cfg.ClaimHold.String(),
+		"--retry-min", "200ms", "--retry-max", "1s", "--spampede-rules-file", rules}
+	var instances []*Instance
+	defer func() {
+		for _, in := range instances {
+			err = errors.Join(err, in.Stop())
+		}
+	}()
+	for i := range cfg.Instances {
+		in := NewInstance(fmt.Sprintf("apollo-%d", i), cfg.Bin, args, &syncWriter{w: logs})
+		if err := in.Start(ctx); err != nil {
+			return h, err
+		}
+		instances = append(instances, in)
+		say("%s serving on %s", in.Name, in.API())
+	}
+
+	h.Start = time.Now()
+	h.ReservationTTL, h.AllocationTimeout, h.Slack = cfg.ReservationTTL, cfg.AllocationTimeout, cfg.Slack()
+	rec := newRecorder(h.Start, 3*time.Second)
+	w := &workload{rec: rec, instances: instances, drivers: cfg.Drivers, riders: cfg.Riders, seed: cfg.Seed,
+		center: [2]float64{1.3000, 103.8000}, bookings: map[string]bool{}}
+	n := &nemesis{c: c, instances: instances, faults: cfg.Faults, every: cfg.FaultEvery, hold: cfg.FaultFor,
+		rng: rand.New(rand.NewPCG(cfg.Seed, 7)), start: h.Start}
+
+	runCtx, stop := context.WithTimeout(ctx, cfg.Duration)
+	defer stop()
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { defer wg.Done(); w.run(runCtx) }()
+	if len(cfg.Faults) > 0 {
+		wg.Add(1)
+		go func() { defer wg.Done(); n.run(runCtx) }()
+	}
+	say("workload of %d drivers and %d riders for %s, faults: %s", cfg.Drivers, cfg.Riders, cfg.Duration, strings.Join(cfg.Faults, ", "))
+	wg.Wait()
+	h.Ops, h.Faults = rec.history(), n.events
+
+	// Every instance up again, the cluster healthy, then time for every
+	// booking to reach its deadline and every reservation to be settled.
+	for _, in := range instances {
+		if !in.Running() {
+			if err := in.Start(ctx); err != nil {
+				return h, err
+			}
+		}
+	}
+	if err := c.WaitHealthy(ctx); err != nil {
+		return h, fmt.Errorf("the cluster did not recover: %w", err)
+	}
+	settle := cfg.AllocationTimeout + cfg.ReservationTTL + cfg.Slack()
+	say("%d operations recorded; settling for %s", len(h.Ops), settle)
+	if !sleep(ctx, settle) {
+		return h, ctx.Err()
+	}
+	h.Final, err = readFinal(ctx, c, instances, w.bookingIDs(), w.driverIDs)
+	return h, err
+}
+
+// writeRules writes a Spampede rule set that never trips: the workload
+// books in one place on purpose, to make bookings compete for drivers.
+func writeRules(dir string) (string, error) {
+	rs := spampede.DefaultRuleSet()
+	for i := range rs.Rules {
+		rs.Rules[i].Threshold = 1_000_000
+	}
+	raw, err := json.Marshal(rs)
+	if err != nil {
+		return "", err
+	}
+	p := filepath.Join(dir, "spampede-rules.json")
+	return p, os.WriteFile(p, raw, 0o600)
+}
+
+// readFinal reads every booking and driver of the run from its primary,
+// and the rules each instance serves.
+func readFinal(ctx context.Context, c *localcluster.Cluster, instances []*Instance, bookingIDs, driverIDs []string) (Final, error) {
+	f := Final{At: time.Now(), Bookings: map[string]State{}, Drivers: map[string]State{}, Rules: map[string]string{}}
+	rc := redisroute.DefaultConfig()
+	rc.Addrs, rc.Policy, rc.CallTimeout = c.Addrs(), redisroute.Primary, 5*time.Second
+	r, err := redisroute.New(ctx, rc, prometheus.NewRegistry(), nil)
+	if err != nil {
+		return f, err
+	}
+	defer r.Close()
+	bs := redisstore.NewBookings(r, 0)
+	for _, id := range bookingIDs {
+		b, err := bs.Get(ctx, id)
+		if errors.Is(err, booking.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return f, fmt.Errorf("read booking %s: %w", id, err)
+		}
+		f.Bookings[id] = State{Status: string(b.Status), DriverID: b.DriverID, Version: b.Version,
+			ReservedUntil: msOrZero(b.ReservedUntil), Deadline: msOrZero(b.Deadline)}
+	}
+	ds, err := redisstore.NewDrivers(r, redisstore.DefaultConfig(), driver.DefaultRules())
+	if err != nil {
+		return f, err
+	}
+	for _, id := range driverIDs {
+		d, err := ds.GetFresh(ctx, id)
+		if errors.Is(err, redisstore.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return f, fmt.Errorf("read driver %s: %w", id, err)
+		}
+		f.Drivers[id] = State{Status: string(d.Status), BookingID: d.BookingID, Accepted: d.Accepted, Version: d.Version,
+			ReservedUntil: msOrZero(d.ReservedUntil)}
+	}
+	for _, in := range instances {
+		f.Rules[in.Name], err = get(ctx, in.Admin()+"/v1/spampede/rules")
+		if err != nil {
+			return f, fmt.Errorf("rules of %s: %w", in.Name, err)
+		}
+	}
+	return f, nil
+}
+
+func msOrZero(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixMilli()
+}
+
+func get(ctx context.Context, url string) (string, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return "", err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if resp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("%s: %s", url, resp.Status)
+	}
+	return string(raw), err
+}
+
+// syncWriter serialises writes of several processes' logs into one file.
+type syncWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (s *syncWriter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(p)
+}

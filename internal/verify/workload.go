@@ -1,0 +1,176 @@
+package verify
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/apollo-platform/apollo/internal/booking"
+)
+
+// workload is riders and drivers acting only through the public API of
+// the instances, round-robin, every action recorded.
+type workload struct {
+	rec       *recorder
+	instances []*Instance
+	drivers   int
+	riders    int
+	seed      uint64
+	center    [2]float64 // where every pickup and driver is: bookings compete for drivers
+
+	mu        sync.Mutex
+	rr        int
+	bookings  map[string]bool // every booking ID a create was sent for
+	driverIDs []string
+}
+
+func (w *workload) instance() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.rr++
+	return w.instances[w.rr%len(w.instances)].API()
+}
+
+// run drives every rider and driver until ctx ends; each has its own
+// goroutine, owned by run.
+func (w *workload) run(ctx context.Context) {
+	var wg sync.WaitGroup
+	for i := range w.drivers {
+		id := fmt.Sprintf("vd-%03d", i)
+		w.mu.Lock()
+		w.driverIDs = append(w.driverIDs, id)
+		w.mu.Unlock()
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			w.driver(ctx, i, id, rand.New(rand.NewPCG(w.seed, uint64(i))))
+		}()
+	}
+	for i := range w.riders {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			w.rider(ctx, w.drivers+i, fmt.Sprintf("vr-%03d", i), rand.New(rand.NewPCG(w.seed, uint64(1000+i))))
+		}()
+	}
+	wg.Wait()
+}
+
+func sleep(ctx context.Context, d time.Duration) bool {
+	select {
+	case <-ctx.Done():
+		return false
+	case <-time.After(d):
+		return true
+	}
+}
+
+// driver heartbeats, goes on line, and answers reservations: mostly
+// accepts (then picks up and drops off the rider), sometimes declines,
+// sometimes lets the reservation lapse.
+func (w *workload) driver(ctx context.Context, client int, id string, rng *rand.Rand) {
+	lat := w.center[0] + (rng.Float64()-0.5)*0.01
+	lng := w.center[1] + (rng.Float64()-0.5)*0.01
+	op := func(k Kind) Op { return Op{Client: client, Kind: k, DriverID: id, Instance: w.instance()} }
+	event := func(ev, bookingID string) Op {
+		o := op(DriverEvent)
+		o.Event, o.BookingID = ev, bookingID
+		body := map[string]any{"type": ev}
+		if ev == "go_online" {
+			body["services"] = []string{"car"}
+		}
+		if bookingID != "" {
+			body["booking_id"] = bookingID
+		}
+		return w.rec.do(ctx, o, http.MethodPost, "/v1/drivers/"+id+"/events", body, nil)
+	}
+	lastBeat := time.Time{}
+	online := false
+	for ctx.Err() == nil {
+		if time.Since(lastBeat) > time.Second {
+			w.rec.do(ctx, op(Heartbeat), http.MethodPut, "/v1/drivers/"+id+"/location", map[string]float64{"lat": lat, "lng": lng}, nil)
+			lastBeat = time.Now()
+		}
+		if !online {
+			online = event("go_online", "").Outcome == OK
+			continue
+		}
+		d := w.rec.do(ctx, op(ReadDriver), http.MethodGet, "/v1/drivers/"+id, nil, nil)
+		switch {
+		case d.Outcome != OK || d.Status != http.StatusOK:
+		case d.Seen.Status == "offline":
+			online = false
+		case d.Seen.Status == "reserved" && !d.Seen.Accepted:
+			switch p := rng.Float64(); {
+			case p < 0.7:
+				event("accept", d.Seen.BookingID)
+			case p < 0.85:
+				event("decline", d.Seen.BookingID)
+			} // else: let it lapse
+		case d.Seen.Status == "reserved" && d.Seen.Accepted:
+			if sleep(ctx, time.Duration(200+rng.IntN(800))*time.Millisecond) {
+				event("start_trip", d.Seen.BookingID)
+			}
+		case d.Seen.Status == "on_trip":
+			if sleep(ctx, time.Duration(500+rng.IntN(1500))*time.Millisecond) {
+				event("end_trip", d.Seen.BookingID)
+			}
+		}
+		sleep(ctx, time.Duration(100+rng.IntN(200))*time.Millisecond)
+	}
+}
+
+// rider books a ride, follows it until it is final, sometimes cancels it,
+// and books again.
+func (w *workload) rider(ctx context.Context, client int, riderID string, rng *rand.Rand) {
+	for n := 0; ctx.Err() == nil; n++ {
+		key := fmt.Sprintf("k-%d", n)
+		id := booking.ID(riderID, key)
+		w.mu.Lock()
+		w.bookings[id] = true
+		w.mu.Unlock()
+		body := map[string]any{"rider_id": riderID, "service": "car",
+			"pickup":  map[string]float64{"lat": w.center[0] + (rng.Float64()-0.5)*0.01, "lng": w.center[1] + (rng.Float64()-0.5)*0.01},
+			"dropoff": map[string]float64{"lat": w.center[0] + 0.02, "lng": w.center[1] + 0.02}}
+		create := Op{Client: client, Kind: CreateBooking, BookingID: id, Instance: w.instance()}
+		c := w.rec.do(ctx, create, http.MethodPost, "/v1/bookings", body, map[string]string{"Idempotency-Key": key})
+		if c.Outcome == Unknown && rng.Float64() < 0.5 {
+			// A retry with the same key: it must find the booking, never make a second.
+			create.Instance = w.instance()
+			w.rec.do(ctx, create, http.MethodPost, "/v1/bookings", body, map[string]string{"Idempotency-Key": key})
+		}
+		cancelAt := -1
+		if rng.Float64() < 0.15 {
+			cancelAt = rng.IntN(6)
+		}
+		for poll := 0; ctx.Err() == nil && poll < 200; poll++ {
+			if poll == cancelAt {
+				o := Op{Client: client, Kind: CancelBooking, BookingID: id, Instance: w.instance()}
+				w.rec.do(ctx, o, http.MethodPost, "/v1/bookings/"+id+"/cancel", nil, nil)
+			}
+			r := w.rec.do(ctx, Op{Client: client, Kind: ReadBooking, BookingID: id, Instance: w.instance()}, http.MethodGet, "/v1/bookings/"+id, nil, nil)
+			if r.Outcome == OK && (r.Status == http.StatusNotFound && poll > 3 || final(r.Seen.Status)) {
+				break
+			}
+			sleep(ctx, time.Duration(200+rng.IntN(300))*time.Millisecond)
+		}
+		sleep(ctx, time.Duration(rng.IntN(500))*time.Millisecond)
+	}
+}
+
+func final(status string) bool {
+	return status == "accepted" || status == "unallocated" || status == "cancelled"
+}
+
+func (w *workload) bookingIDs() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := make([]string, 0, len(w.bookings))
+	for id := range w.bookings {
+		out = append(out, id)
+	}
+	return out
+}
