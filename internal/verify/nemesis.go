@@ -90,7 +90,7 @@ func (n *nemesis) fault(ctx context.Context, name string) (drill.Fault, error) {
 	case "replica-hang":
 		return drill.Hang(n.c, "replica "+n.c.Replicas(ctx, shard)[0].Addr, n.c.Replicas(ctx, shard)[0]), nil
 	case "primary-crash":
-		return drill.Crash(n.c, n.c.Primary(ctx, shard), "primary"), nil
+		return n.failover(n.c.Primary(ctx, shard), n.c.Replicas(ctx, shard)), nil
 	case "primary-hang":
 		p := n.c.Primary(ctx, shard)
 		return drill.Hang(n.c, "primary "+p.Addr, p), nil
@@ -128,4 +128,37 @@ func (n *nemesis) handshake(node *localcluster.Node) drill.Fault {
 			return errors.Join(err, n.c.WaitHealthy(ctx))
 		},
 	}
+}
+
+// failover kills a primary and, to heal, waits until one of its replicas
+// has been promoted before restarting it. The nodes keep no data on disk:
+// restarted while it is still the shard's primary, it would come back empty
+// and its replicas would copy the empty data set — a whole shard lost,
+// which is what a supervisor restarting a crashed primary at once does to a
+// cluster without persistence, not a fault Apollo can survive.
+func (n *nemesis) failover(primary *localcluster.Node, replicas []*localcluster.Node) drill.Fault {
+	return drill.FaultFunc{Label: "primary crash (SIGKILL) with failover " + primary.Addr,
+		InjectFn: func(context.Context) error { return primary.Kill() },
+		HealFn: func(ctx context.Context) error {
+			if err := n.waitPromoted(ctx, replicas); err != nil {
+				return err
+			}
+			return errors.Join(primary.Restart(ctx), n.c.WaitHealthy(ctx))
+		},
+	}
+}
+
+// waitPromoted waits until one of replicas is a primary.
+func (n *nemesis) waitPromoted(ctx context.Context, replicas []*localcluster.Node) error {
+	for ctx.Err() == nil {
+		for _, r := range replicas {
+			rctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+			err := n.c.WaitRole(rctx, r, "primary")
+			cancel()
+			if err == nil {
+				return nil
+			}
+		}
+	}
+	return fmt.Errorf("no replica was promoted: %w", ctx.Err())
 }
