@@ -79,7 +79,9 @@ func (n *nemesis) run(ctx context.Context) {
 	}
 }
 
-func (n *nemesis) pick(nodes []*localcluster.Node) *localcluster.Node { return nodes[n.rng.IntN(len(nodes))] }
+func (n *nemesis) pick(nodes []*localcluster.Node) *localcluster.Node {
+	return nodes[n.rng.IntN(len(nodes))]
+}
 
 // fault builds the named fault on targets chosen now.
 func (n *nemesis) fault(ctx context.Context, name string) (drill.Fault, error) {
