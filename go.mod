@@ -3,6 +3,7 @@ module github.com/apollo-platform/apollo
 go 1.26.0
 
 require (
+	github.com/anishathalye/porcupine v1.3.1
 	github.com/getkin/kin-openapi v0.153.0
 	github.com/mmcloughlin/geohash v0.10.0
 	github.com/prometheus/client_golang v1.25.0

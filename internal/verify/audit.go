@@ -1,0 +1,379 @@
+package verify
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/apollo-platform/apollo/internal/booking"
+	"github.com/apollo-platform/apollo/internal/driver"
+)
+
+// Violation codes of the audits. Each is stable: tools may match on it.
+const (
+	CodeCreatedLost       = "created_lost"
+	CodeDriverHeldTwice   = "driver_held_twice"
+	CodeOrphanReservation = "orphan_reservation"
+	CodeBookingStuck      = "booking_stuck"
+	CodeRulesDiffer       = "rules_differ"
+	CodeGhostBooking      = "ghost_booking"
+)
+
+// An Audit checks what porcupine cannot see: invariants across bookings
+// and drivers, and the final state against the run's settings.
+type Audit struct {
+	Code string
+	// NeedsFinal: it only reads the final state (skipped without one).
+	NeedsFinal bool
+	Run        func(History) []Violation
+}
+
+// Audits lists every audit, in the order reports show them.
+func Audits() []Audit {
+	return []Audit{
+		{Code: CodeCreatedLost, NeedsFinal: true, Run: CreatedLost},
+		{Code: CodeDriverHeldTwice, Run: DriverHeldTwice},
+		{Code: CodeOrphanReservation, NeedsFinal: true, Run: OrphanReservations},
+		{Code: CodeBookingStuck, NeedsFinal: true, Run: StuckBookings},
+		{Code: CodeRulesDiffer, NeedsFinal: true, Run: RulesDiffer},
+		{Code: CodeGhostBooking, NeedsFinal: true, Run: GhostBookings},
+	}
+}
+
+// sinceStart is a unix-ms time of an answer as nanoseconds into the run.
+func (h History) sinceStart(ms int64) int64 { return time.UnixMilli(ms).Sub(h.Start).Nanoseconds() }
+
+// runTime renders nanoseconds into the run.
+func runTime(ns int64) string { return fmt.Sprintf("%.3fs", float64(ns)/1e9) }
+
+// finalAt is when the final state was read, in nanoseconds into the run.
+func (h History) finalAt() int64 { return h.Final.At.Sub(h.Start).Nanoseconds() }
+
+// opIDs is the IDs of ops (not the final state's stand-in, -1).
+func opIDs(ops []Op) []int {
+	var ids []int
+	for _, op := range ops {
+		if op.ID >= 0 {
+			ids = append(ids, op.ID)
+		}
+	}
+	return ids
+}
+
+func (h History) creates() map[string][]Op {
+	out := map[string][]Op{}
+	for _, op := range h.Ops {
+		if op.Kind == CreateBooking && op.BookingID != "" {
+			out[op.BookingID] = append(out[op.BookingID], op)
+		}
+	}
+	return out
+}
+
+// CreatedLost (G3): every booking a create was answered OK for exists in
+// the final state.
+func CreatedLost(h History) []Violation {
+	var out []Violation
+	creates := h.creates()
+	for _, id := range sortedKeys(creates) {
+		var ok []Op
+		for _, op := range creates[id] {
+			if op.Outcome == OK {
+				ok = append(ok, op)
+			}
+		}
+		if _, found := h.Final.Bookings[id]; len(ok) == 0 || found {
+			continue
+		}
+		out = append(out, Violation{Code: CodeCreatedLost, Bookings: []string{id}, Ops: opIDs(ok),
+			Message: fmt.Sprintf("booking %s was reported created (op #%d answered %d at %s) but is absent from the final state",
+				id, ok[0].ID, ok[0].Status, runTime(ok[0].Return))})
+	}
+	return out
+}
+
+// GhostBookings (G3): a booking every create of which was refused (so it
+// was certainly never stored) does not exist in the final state. A create
+// whose outcome is unknown (a 503 after the write may have happened) may
+// have made it, so only bookings with no such create are checked.
+func GhostBookings(h History) []Violation {
+	var out []Violation
+	creates := h.creates()
+	for _, id := range sortedKeys(creates) {
+		ops := creates[id]
+		b, found := h.Final.Bookings[id]
+		if !found || slices.ContainsFunc(ops, func(op Op) bool { return op.Outcome != Failed }) {
+			continue
+		}
+		status := b.Status
+		if b.DriverID != "" {
+			status += " with driver " + b.DriverID
+		}
+		out = append(out, Violation{Code: CodeGhostBooking, Bookings: []string{id}, Drivers: nonEmpty(b.DriverID), Ops: opIDs(ops),
+			Message: fmt.Sprintf("booking %s exists in the final state (%s) although its only create (op #%d) was refused (%d %s)",
+				id, status, ops[0].ID, ops[0].Status, ops[0].Code)})
+	}
+	return out
+}
+
+func nonEmpty(ids ...string) []string {
+	var out []string
+	for _, id := range ids {
+		if id != "" {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// OrphanReservations (G5): no driver in the final state is reserved for a
+// booking that does not hold it (allocated to it, or accepted with it)
+// when its reservation ended more than the slack before the final state
+// was read. A reservation with no end recorded counts as ended.
+func OrphanReservations(h History) []Violation {
+	var out []Violation
+	for _, id := range sortedKeys(h.Final.Drivers) {
+		d := h.Final.Drivers[id]
+		if d.Status != string(driver.StatusReserved) {
+			continue
+		}
+		end := time.UnixMilli(d.ReservedUntil)
+		if d.ReservedUntil != 0 && !end.Add(h.Slack).Before(h.Final.At) {
+			continue
+		}
+		b, found := h.Final.Bookings[d.BookingID]
+		if found && b.DriverID == id && (b.Status == string(booking.Allocated) || b.Status == string(booking.Accepted)) {
+			continue
+		}
+		holder := "absent"
+		if found {
+			holder = b.Status
+			if b.DriverID != "" {
+				holder += " with driver " + b.DriverID
+			}
+		}
+		ended := "no reservation end recorded"
+		if d.ReservedUntil != 0 {
+			ended = fmt.Sprintf("its reservation ended %s before the final state, slack %s", h.Final.At.Sub(end).Round(time.Millisecond), h.Slack)
+		}
+		out = append(out, Violation{Code: CodeOrphanReservation, Drivers: []string{id}, Bookings: nonEmpty(d.BookingID),
+			Message: fmt.Sprintf("driver %s is still reserved for booking %s (accepted %t), which does not hold it (%s); %s",
+				id, d.BookingID, d.Accepted, holder, ended)})
+	}
+	return out
+}
+
+// StuckBookings (G4): no booking in the final state is still searching
+// more than the slack after its deadline, or still allocated more than
+// the slack after both its deadline and its reservation's end (a driver
+// reserved just before the deadline may answer until the reservation
+// ends). A booking with no deadline recorded counts as past it.
+func StuckBookings(h History) []Violation {
+	var out []Violation
+	for _, id := range sortedKeys(h.Final.Bookings) {
+		b := h.Final.Bookings[id]
+		due := b.Deadline
+		switch b.Status {
+		case string(booking.Searching):
+		case string(booking.Allocated):
+			due = max(due, b.ReservedUntil)
+		default:
+			continue
+		}
+		if b.Deadline != 0 && !time.UnixMilli(due).Add(h.Slack).Before(h.Final.At) {
+			continue
+		}
+		late := "no deadline recorded"
+		if b.Deadline != 0 {
+			what := "its deadline"
+			if due != b.Deadline {
+				what = "its reservation's end (after its deadline)"
+			}
+			late = fmt.Sprintf("%s past %s, slack %s", h.Final.At.Sub(time.UnixMilli(due)).Round(time.Millisecond), what, h.Slack)
+		}
+		out = append(out, Violation{Code: CodeBookingStuck, Bookings: []string{id}, Drivers: nonEmpty(b.DriverID),
+			Message: fmt.Sprintf("booking %s is still %s at version %d in the final state, %s", id, b.Status, b.Version, late)})
+	}
+	return out
+}
+
+// RulesDiffer: every instance serves the same Spampede rules in the final
+// state (compared as JSON values, so key order and spacing do not count).
+func RulesDiffer(h History) []Violation {
+	variants := map[string][]string{} // canonical rules → instances
+	for _, in := range sortedKeys(h.Final.Rules) {
+		c := canonicalJSON(h.Final.Rules[in])
+		variants[c] = append(variants[c], in)
+	}
+	if len(variants) < 2 {
+		return nil
+	}
+	var groups []string
+	var instances []string
+	for _, c := range sortedKeys(variants) {
+		ins := variants[c]
+		instances = append(instances, ins...)
+		groups = append(groups, fmt.Sprintf("%s serve %s", strings.Join(ins, ", "), abbreviate(c, 120)))
+	}
+	return []Violation{{Code: CodeRulesDiffer, Instances: instances,
+		Message: fmt.Sprintf("the instances serve %d different Spampede rule sets: %s", len(variants), strings.Join(groups, "; "))}}
+}
+
+func canonicalJSON(s string) string {
+	var v any
+	if err := json.Unmarshal([]byte(s), &v); err != nil {
+		return strings.TrimSpace(s)
+	}
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return strings.TrimSpace(s)
+	}
+	return strings.TrimSpace(b.String())
+}
+
+func abbreviate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
+
+// allocation is what reads saw of one booking at one version while it
+// was allocated: its driver, its reservation's end, and when the record
+// certainly was at that version.
+type allocation struct {
+	booking, driver string
+	version         int64
+	until           int64 // the reservation's end, ns into the run
+	// lo, hi: the record was at this version throughout [lo, hi] (each
+	// read happened within its own interval and a version never comes
+	// back), empty when lo > hi.
+	lo, hi int64
+	seenBy []Op
+}
+
+// allocations gathers every OK answer showing an allocated booking, and
+// the final state as a read made at its time. Versions with no
+// reservation end recorded are left out: their liveness is unknown.
+func (h History) allocations() map[string][]*allocation {
+	type key struct {
+		booking string
+		version int64
+	}
+	byKey := map[key]*allocation{}
+	var order []key
+	add := func(id string, s State, op Op) {
+		if s.Status != string(booking.Allocated) || s.DriverID == "" || s.ReservedUntil == 0 {
+			return
+		}
+		k := key{id, s.Version}
+		a, ok := byKey[k]
+		if !ok {
+			a = &allocation{booking: id, driver: s.DriverID, version: s.Version, until: h.sinceStart(s.ReservedUntil), lo: op.Return, hi: op.Invoke}
+			byKey[k] = a
+			order = append(order, k)
+		}
+		a.lo, a.hi = min(a.lo, op.Return), max(a.hi, op.Invoke)
+		a.seenBy = append(a.seenBy, op)
+	}
+	for _, op := range h.Ops {
+		if op.Outcome == OK && op.Status < 300 && op.BookingID != "" &&
+			(op.Kind == ReadBooking || op.Kind == CreateBooking || op.Kind == CancelBooking) {
+			add(op.BookingID, op.Seen, op)
+		}
+	}
+	if !h.Final.At.IsZero() {
+		at := h.finalAt()
+		for _, id := range sortedKeys(h.Final.Bookings) {
+			add(id, h.Final.Bookings[id], Op{ID: -1, Kind: ReadBooking, BookingID: id, Invoke: at, Return: at})
+		}
+	}
+	out := map[string][]*allocation{}
+	for _, k := range order {
+		a := byKey[k]
+		out[a.driver] = append(out[a.driver], a)
+	}
+	return out
+}
+
+// together returns an instant at which a and b certainly both held their
+// driver with live reservations, if the reads prove one: the two
+// certain windows overlap, or a read of one falls wholly within the
+// other's window, before both reservations' ends.
+func together(a, b *allocation) (int64, bool) {
+	live := min(a.until, b.until)
+	if lo, hi := max(a.lo, b.lo), min(a.hi, b.hi); a.lo <= a.hi && b.lo <= b.hi && lo <= hi && lo < live {
+		return lo, true
+	}
+	within := func(w, x *allocation) (int64, bool) {
+		if w.lo > w.hi {
+			return 0, false
+		}
+		for _, op := range x.seenBy {
+			if op.Invoke >= w.lo && op.Return <= w.hi && op.Return < live {
+				return op.Invoke, true
+			}
+		}
+		return 0, false
+	}
+	if t, ok := within(a, b); ok {
+		return t, true
+	}
+	return within(b, a)
+}
+
+// DriverHeldTwice (G2): no driver is held by two bookings at once. A
+// booking's record can still say allocated just after its reservation
+// lapsed (the workers then free the driver and may reserve it again), so
+// only two allocations whose reservations were both live at an instant
+// the reads prove both records were allocated to the driver count: the
+// final state (read at one instant) and reads that bracket each other.
+// Two reads that merely overlap prove nothing: the first booking may have
+// let go in between.
+func DriverHeldTwice(h History) []Violation {
+	var out []Violation
+	byDriver := h.allocations()
+	for _, d := range sortedKeys(byDriver) {
+		as := byDriver[d]
+		reported := map[[2]string]bool{}
+		for i, a := range as {
+			for _, b := range as[i+1:] {
+				pair := [2]string{min(a.booking, b.booking), max(a.booking, b.booking)}
+				if a.booking == b.booking || reported[pair] {
+					continue
+				}
+				t, ok := together(a, b)
+				if !ok {
+					continue
+				}
+				reported[pair] = true
+				describe := func(x *allocation) string {
+					return fmt.Sprintf("%s (allocated at version %d, reserved until %s, seen by %s)", x.booking, x.version, runTime(x.until), describeOps(x.seenBy))
+				}
+				out = append(out, Violation{Code: CodeDriverHeldTwice, Drivers: []string{d}, Bookings: pair[:],
+					Ops: append(opIDs(a.seenBy), opIDs(b.seenBy)...),
+					Message: fmt.Sprintf("driver %s was held by two live reservations at about %s: bookings %s and %s",
+						d, runTime(t), describe(a), describe(b))})
+			}
+		}
+	}
+	return out
+}
+
+// describeOps names ops by ID ("the final state" for the final read).
+func describeOps(ops []Op) string {
+	var names []string
+	for _, op := range ops {
+		if op.ID < 0 {
+			names = append(names, "the final state")
+		} else {
+			names = append(names, fmt.Sprintf("#%d", op.ID))
+		}
+	}
+	return strings.Join(names, ", ")
+}

@@ -1,0 +1,159 @@
+package verify
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+type auditCase struct {
+	name string
+	h    History
+	want int // violations
+}
+
+func runAudit(t *testing.T, audit func(History) []Violation, code string, cases []auditCase) {
+	t.Helper()
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			vs := audit(c.h)
+			if len(vs) != c.want {
+				t.Fatalf("%d violations, want %d: %+v", len(vs), c.want, vs)
+			}
+			for _, v := range vs {
+				if v.Code != code || v.Message == "" {
+					t.Errorf("violation %+v: want code %s and a message", v, code)
+				}
+			}
+		})
+	}
+}
+
+func TestCreatedLost(t *testing.T) {
+	created := history(create("b1", 0, 1, bk("searching", "", 1)))
+	runAudit(t, CreatedLost, CodeCreatedLost, []auditCase{
+		{"a created booking is in the final state", withFinal(created, 20, map[string]State{"b1": bk("unallocated", "", 2)}, nil), 0},
+		{"a created booking is absent from the final state", withFinal(created, 20, map[string]State{}, nil), 1},
+		{"a create of unknown outcome may have made nothing", withFinal(history(createUnknown("b1", 0, 1)), 20, map[string]State{}, nil), 0},
+	})
+}
+
+func TestGhostBookings(t *testing.T) {
+	refusedOnly := history(createRefused("b1", 0, 1))
+	runAudit(t, GhostBookings, CodeGhostBooking, []auditCase{
+		{"a refused create made nothing", withFinal(refusedOnly, 20, map[string]State{}, nil), 0},
+		{"a refused create's booking exists and was allocated", withFinal(refusedOnly, 20, map[string]State{"b1": bk("allocated", "d1", 2)}, nil), 1},
+		{"a retry of unknown outcome may have made it", withFinal(history(createRefused("b1", 0, 1), createUnknown("b1", 2, 3)), 20,
+			map[string]State{"b1": bk("allocated", "d1", 2)}, nil), 0},
+	})
+}
+
+func TestOrphanReservations(t *testing.T) {
+	// The final state is read at 20 s, slack 2 s: a reservation that
+	// ended before 18 s must be held by its booking.
+	final := func(b map[string]State, d State) History {
+		return withFinal(history(), 20, b, map[string]State{"d1": d})
+	}
+	reserved := until(drv("reserved", "b1", false, 4), 10)
+	runAudit(t, OrphanReservations, CodeOrphanReservation, []auditCase{
+		{"a lapsed reservation still held by its allocated booking", final(map[string]State{"b1": until(bk("allocated", "d1", 2), 10)}, reserved), 0},
+		{"an accepted reservation held by its accepted booking", final(map[string]State{"b1": bk("accepted", "d1", 3)}, until(drv("reserved", "b1", true, 5), 10)), 0},
+		{"a reservation ended within the slack", final(map[string]State{"b1": bk("searching", "", 3)}, until(drv("reserved", "b1", false, 4), 19)), 0},
+		{"an available driver", final(map[string]State{}, drv("available", "", false, 4)), 0},
+		{"a reservation past the slack whose booking let go", final(map[string]State{"b1": bk("searching", "", 3)}, reserved), 1},
+		{"a reservation past the slack whose booking is another driver's", final(map[string]State{"b1": until(bk("allocated", "d2", 4), 10)}, reserved), 1},
+		{"a reservation past the slack whose booking is absent", final(map[string]State{}, reserved), 1},
+	})
+}
+
+func TestStuckBookings(t *testing.T) {
+	final := func(b State) History { return withFinal(history(), 20, map[string]State{"b1": b}, nil) }
+	runAudit(t, StuckBookings, CodeBookingStuck, []auditCase{
+		{"searching within the slack of its deadline", final(due(bk("searching", "", 3), 19)), 0},
+		{"unallocated after its deadline", final(due(bk("unallocated", "", 4), 10)), 0},
+		{"allocated past its deadline, its reservation still running", final(until(due(bk("allocated", "d1", 2), 10), 19)), 0},
+		{"searching past its deadline and the slack", final(due(bk("searching", "", 3), 10)), 1},
+		{"allocated past its deadline and its reservation's end", final(until(due(bk("allocated", "d1", 2), 10), 12)), 1},
+	})
+}
+
+func TestRulesDiffer(t *testing.T) {
+	rules := func(r map[string]string) History {
+		h := withFinal(history(), 20, nil, nil)
+		h.Final.Rules = r
+		return h
+	}
+	runAudit(t, RulesDiffer, CodeRulesDiffer, []auditCase{
+		{"the same rules, spelt differently", rules(map[string]string{
+			"apollo-0": `{"version":3,"rules":[{"cell":"w21z","threshold":5}]}`,
+			"apollo-1": `{ "rules": [ {"threshold": 5, "cell": "w21z"} ], "version": 3 }`,
+		}), 0},
+		{"one instance", rules(map[string]string{"apollo-0": `{"version":3}`}), 0},
+		{"one instance behind", rules(map[string]string{
+			"apollo-0": `{"version":3}`, "apollo-1": `{"version":3}`, "apollo-2": `{"version":2}`,
+		}), 1},
+	})
+}
+
+func TestDriverHeldTwice(t *testing.T) {
+	live := func(v int64, end float64) State { return until(bk("allocated", "d1", v), end) }
+	runAudit(t, DriverHeldTwice, CodeDriverHeldTwice, []auditCase{
+		{"the final state has two live allocations of one driver", withFinal(history(), 20,
+			map[string]State{"b1": live(2, 25), "b2": live(4, 26)}, nil), 1},
+		{"the final state has two allocations of one driver, one lapsed", withFinal(history(), 20,
+			map[string]State{"b1": live(2, 19), "b2": live(4, 26)}, nil), 0},
+		{"the final state has two live allocations of two drivers", withFinal(history(), 20,
+			map[string]State{"b1": live(2, 25), "b2": until(bk("allocated", "d2", 4), 26)}, nil), 0},
+		{"a read of one booking between two reads of the other at the same version", history(
+			readBooking("b1", 1, 1.1, live(2, 10)),
+			readBooking("b2", 2, 2.1, live(3, 11)),
+			readBooking("b1", 3, 3.1, live(2, 10)),
+		), 1},
+		{"reads that only overlap prove nothing (the first booking may have let go)", history(
+			readBooking("b1", 1, 2, live(2, 10)),
+			readBooking("b2", 1.5, 2.5, live(3, 11)),
+		), 0},
+		{"bracketing reads of the same booking at two versions prove nothing", history(
+			readBooking("b1", 1, 1.1, live(2, 10)),
+			readBooking("b2", 2, 2.1, live(3, 11)),
+			readBooking("b1", 3, 3.1, live(4, 10)),
+		), 0},
+		{"the bracketed read came after the first reservation ended", history(
+			readBooking("b1", 1, 1.1, live(2, 1.5)),
+			readBooking("b2", 2, 2.1, live(3, 11)),
+			readBooking("b1", 3, 3.1, live(2, 1.5)),
+		), 0},
+		{"two windows at fixed versions that overlap", history(
+			readBooking("b1", 1, 1.1, live(2, 10)),
+			readBooking("b2", 1.5, 1.6, live(3, 11)),
+			readBooking("b1", 3, 3.1, live(2, 10)),
+			readBooking("b2", 4, 4.1, live(3, 11)),
+		), 1},
+		{"allocations with no reservation end recorded are not judged", withFinal(history(), 20,
+			map[string]State{"b1": bk("allocated", "d1", 2), "b2": bk("allocated", "d1", 4)}, nil), 0},
+	})
+}
+
+// A violation names what it is about, so that a reader can find it in
+// the history.
+func TestViolationsNameTheirEntities(t *testing.T) {
+	h := withFinal(history(
+		readBooking("b1", 1, 1.1, until(bk("allocated", "d7", 2), 10)),
+		readBooking("b2", 2, 2.1, until(bk("allocated", "d7", 5), 11)),
+		readBooking("b1", 3, 3.1, until(bk("allocated", "d7", 2), 10)),
+	), 20, map[string]State{}, nil)
+	h.Slack = time.Second
+	vs := DriverHeldTwice(h)
+	if len(vs) != 1 {
+		t.Fatalf("violations %+v, want one", vs)
+	}
+	v := vs[0]
+	for _, want := range []string{"d7", "b1", "b2", "#0", "#1", "#2"} {
+		if !strings.Contains(v.Message, want) {
+			t.Errorf("message %q does not name %s", v.Message, want)
+		}
+	}
+	if len(v.Drivers) != 1 || v.Drivers[0] != "d7" || len(v.Bookings) != 2 || len(v.Ops) != 3 {
+		t.Errorf("violation %+v: want driver d7, bookings b1 and b2, ops 0-2", v)
+	}
+}

@@ -1,0 +1,191 @@
+package verify
+
+import (
+	"testing"
+
+	"github.com/anishathalye/porcupine"
+)
+
+// checkOne runs porcupine on one partition of a model.
+func checkOne(m porcupine.Model, parts map[string][]porcupine.Operation, key string) porcupine.CheckResult {
+	return porcupine.CheckOperationsTimeout(m, parts[key], 0)
+}
+
+type modelCase struct {
+	name string
+	h    History
+	want porcupine.CheckResult
+}
+
+func TestBookingLifecycle(t *testing.T) {
+	const b = "bk-1"
+	ok, broken := porcupine.Ok, porcupine.Illegal
+	cases := []modelCase{
+		// What riders may see.
+		{"a created booking is read back, then allocated, then accepted", history(
+			create(b, 0, 1, bk("searching", "", 1)),
+			readBooking(b, 2, 3, bk("allocated", "d1", 2)),
+			readBooking(b, 4, 5, bk("accepted", "d1", 3)),
+		), ok},
+		{"reads may miss the versions the workers moved through", history(
+			create(b, 0, 1, bk("searching", "", 1)),
+			readBooking(b, 2, 3, bk("allocated", "d2", 4)), // allocated d1, back to searching, allocated d2
+			readBooking(b, 4, 5, bk("unallocated", "", 6)),
+		), ok},
+		{"a create allocates before answering", history(
+			create(b, 0, 1, bk("allocated", "d1", 2)),
+			readBooking(b, 2, 3, bk("accepted", "d1", 3)),
+		), ok},
+		{"a retry with the same key is answered with the booking as it is", history(
+			create(b, 0, 1, bk("searching", "", 1)),
+			create(b, 2, 3, bk("allocated", "d1", 2)),
+		), ok},
+		{"a cancel of an allocated booking is answered cancelled at the next version", history(
+			create(b, 0, 1, bk("searching", "", 1)),
+			readBooking(b, 2, 3, bk("allocated", "d1", 2)),
+			cancel(b, 4, 5, bk("cancelled", "", 3)),
+			readBooking(b, 6, 7, bk("cancelled", "", 3)),
+		), ok},
+		{"a cancel refused as illegal once the booking is accepted", history(
+			create(b, 0, 1, bk("searching", "", 1)),
+			cancelRefused(b, 2, 3),
+			readBooking(b, 4, 5, bk("accepted", "d1", 3)),
+		), ok},
+		{"a create refused is never seen", history(
+			createRefused(b, 0, 1),
+			readBookingAbsent(b, 2, 3),
+		), ok},
+
+		// What riders must never see.
+		{"a created booking reads as absent afterwards (G3: lost)", history(
+			create(b, 0, 1, bk("searching", "", 1)),
+			readBookingAbsent(b, 2, 3),
+		), broken},
+		{"a booking confirmed by a retry is withdrawn", history(
+			createUnknown(b, 0, 1),
+			create(b, 2, 3, bk("searching", "", 1)),
+			readBookingAbsent(b, 4, 5),
+		), broken},
+		{"a read older than an earlier one (monotonic reads)", history(
+			create(b, 0, 1, bk("searching", "", 1)),
+			readBooking(b, 2, 3, bk("allocated", "d1", 2)),
+			readBooking(b, 4, 5, bk("searching", "", 1)),
+		), broken},
+		{"a read older than the create's answer (read your writes)", history(
+			create(b, 0, 1, bk("allocated", "d1", 2)),
+			readBooking(b, 2, 3, bk("searching", "", 1)),
+		), broken},
+		{"a final status changes", history(
+			create(b, 0, 1, bk("searching", "", 1)),
+			readBooking(b, 2, 3, bk("accepted", "d1", 3)),
+			readBooking(b, 4, 5, bk("searching", "", 4)),
+		), broken},
+		{"an accepted booking's driver is not the one it was allocated one version before", history(
+			create(b, 0, 1, bk("searching", "", 1)),
+			readBooking(b, 2, 3, bk("allocated", "d1", 2)),
+			readBooking(b, 4, 5, bk("accepted", "d2", 3)),
+		), broken},
+		{"unallocated two versions after searching (no such path)", history(
+			create(b, 0, 1, bk("searching", "", 1)),
+			readBooking(b, 2, 3, bk("unallocated", "", 3)),
+		), broken},
+		{"cancelled with no cancel sent", history(
+			create(b, 0, 1, bk("searching", "", 1)),
+			readBooking(b, 2, 3, bk("cancelled", "", 2)),
+		), broken},
+		{"a cancel answered OK after the booking was accepted", history(
+			create(b, 0, 1, bk("searching", "", 1)),
+			readBooking(b, 2, 3, bk("accepted", "d1", 3)),
+			cancel(b, 4, 5, bk("cancelled", "", 4)),
+		), broken},
+		{"a cancel refused as illegal while the booking was still searching", history(
+			create(b, 0, 1, bk("searching", "", 1)),
+			cancelRefused(b, 2, 3),
+			readBooking(b, 4, 5, bk("searching", "", 1)),
+		), broken},
+		{"a booking exists although its only create was refused", history(
+			createRefused(b, 0, 1),
+			readBooking(b, 2, 3, bk("searching", "", 1)),
+		), broken},
+	}
+	runModelCases(t, BookingModel(), BookingOps, b, cases)
+}
+
+// Unknown outcomes are applied at some time after their invocation, or
+// never: histories that fit either are fine.
+func TestBookingUnknownOutcomesMayOrMayNotHaveHappened(t *testing.T) {
+	const b = "bk-1"
+	ok, broken := porcupine.Ok, porcupine.Illegal
+	cases := []modelCase{
+		{"an unknown create that never happened", history(
+			createUnknown(b, 0, 1),
+			readBookingAbsent(b, 2, 3),
+		), ok},
+		{"an unknown create that happened", history(
+			createUnknown(b, 0, 1),
+			readBooking(b, 2, 3, bk("allocated", "d1", 2)),
+		), ok},
+		{"an unknown create that happened after it answered", history(
+			createUnknown(b, 0, 1),
+			readBookingAbsent(b, 2, 3),
+			readBooking(b, 4, 5, bk("searching", "", 1)),
+		), ok},
+		{"an unconfirmed create seen, then withdrawn", history(
+			createUnknown(b, 0, 1),
+			readBooking(b, 2, 3, bk("searching", "", 1)),
+			readBookingAbsent(b, 4, 5),
+		), ok},
+		{"a withdrawn booking made again by a retry", history(
+			createUnknown(b, 0, 1),
+			readBookingAbsent(b, 2, 3),
+			create(b, 4, 5, bk("searching", "", 1)),
+		), ok},
+		{"an unconfirmed create cannot be withdrawn once it moved on", history(
+			createUnknown(b, 0, 1),
+			readBooking(b, 2, 3, bk("allocated", "d1", 2)),
+			readBookingAbsent(b, 4, 5),
+		), broken},
+		{"an unknown cancel that happened", history(
+			create(b, 0, 1, bk("searching", "", 1)),
+			cancelUnknown(b, 2, 3),
+			readBooking(b, 4, 5, bk("cancelled", "", 4)),
+		), ok},
+		{"an unknown cancel that did not happen", history(
+			create(b, 0, 1, bk("searching", "", 1)),
+			cancelUnknown(b, 2, 3),
+			readBooking(b, 4, 5, bk("accepted", "d1", 3)),
+		), ok},
+		{"an unknown cancel cannot happen before its invocation", history(
+			create(b, 0, 1, bk("searching", "", 1)),
+			readBooking(b, 2, 3, bk("cancelled", "", 2)),
+			cancelUnknown(b, 4, 5),
+		), broken},
+	}
+	runModelCases(t, BookingModel(), BookingOps, b, cases)
+}
+
+// The final state is a last read: it must agree with what came before.
+func TestBookingFinalStateIsALastRead(t *testing.T) {
+	const b = "bk-1"
+	h := history(
+		create(b, 0, 1, bk("searching", "", 1)),
+		readBooking(b, 2, 3, bk("accepted", "d1", 3)),
+	)
+	cases := []modelCase{
+		{"the final state agrees", withFinal(h, 10, map[string]State{b: bk("accepted", "d1", 3)}, nil), porcupine.Ok},
+		{"the final state changed a final status", withFinal(h, 10, map[string]State{b: bk("unallocated", "", 4)}, nil), porcupine.Illegal},
+		{"the final state lost the booking", withFinal(h, 10, map[string]State{}, nil), porcupine.Illegal},
+	}
+	runModelCases(t, BookingModel(), BookingOps, b, cases)
+}
+
+func runModelCases(t *testing.T, m porcupine.Model, ops func(History) map[string][]porcupine.Operation, key string, cases []modelCase) {
+	t.Helper()
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if got := checkOne(m, ops(c.h), key); got != c.want {
+				t.Errorf("porcupine says %s, want %s", got, c.want)
+			}
+		})
+	}
+}
