@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -116,6 +117,7 @@ func Run(ctx context.Context, cfg Config) (h History, err error) {
 		"--reservation-ttl", cfg.ReservationTTL.String(), "--allocation-timeout", cfg.AllocationTimeout.String(),
 		"--booking-scan-every", cfg.ScanEvery.String(), "--booking-claim-hold", cfg.ClaimHold.String(),
 		"--retry-min", "200ms", "--retry-max", "1s", "--spampede-rules-file", rules}
+	args = supportedFlags(ctx, cfg.Bin, args)
 	var instances []*Instance
 	defer func() {
 		for _, in := range instances {
@@ -171,6 +173,20 @@ func Run(ctx context.Context, cfg Config) (h History, err error) {
 	}
 	h.Final, err = readFinal(ctx, c, instances, w.bookingIDs(), w.driverIDs)
 	return h, err
+}
+
+// supportedFlags drops the flags (with their values) that bin's serve does
+// not know, so that an older build can be checked: it then runs with its
+// own defaults for them, and the checks' slack must allow for that.
+func supportedFlags(ctx context.Context, bin string, args []string) []string {
+	help, _ := exec.CommandContext(ctx, bin, "help", "serve").CombinedOutput()
+	var out []string
+	for i := 0; i+1 < len(args); i += 2 {
+		if strings.Contains(string(help), "  -"+strings.TrimPrefix(args[i], "--")+" ") {
+			out = append(out, args[i], args[i+1])
+		}
+	}
+	return out
 }
 
 // writeRules writes a Spampede rule set that never trips: the workload

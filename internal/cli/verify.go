@@ -1,0 +1,162 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/apollo-platform/apollo/internal/verify"
+)
+
+const verifySynopsis = `verify [--duration 1m] [--instances 2] [--faults all] [--apollo-bin PATH] [--json FILE]
+
+Check Apollo's guarantees from a recorded history, under a nemesis. A fresh
+local 3 × 2 Redis Cluster and --instances 'apollo serve' processes of
+--apollo-bin (this binary by default: point it at an older build to check
+that build) share the work; riders and drivers act only through the public
+HTTP API, round-robin over the instances; every operation is recorded with
+its outcome (ok, failed, or unknown when it may or may not have happened);
+the nemesis injects --faults one at a time. Then the instances settle, the
+final state is read from the primaries, and the history is checked: each
+booking's lifecycle and each driver's reservation register with porcupine
+(linearizability), and audits — every booking answered 201 still exists,
+no driver held by two open bookings, no reservation without its booking
+past its end plus the slack, no booking open past its deadline plus the
+slack, the same Spampede rules on every instance.
+
+Faults: replica-crash, replica-hang, primary-crash (heals after a replica is
+promoted), primary-hang, handshake (one node refuses Apollo's password),
+instance-kill (SIGKILL of one apollo instance, restarted), or all.
+A failing partition's porcupine view is written as HTML next to the report.
+Exit code: 0 every check passed, 1 a violation, 2 a check undecided.
+--check FILE checks a history written by --json before, without a run.`
+
+func runVerify(ctx context.Context, e env, args []string) error {
+	cfg := verify.DefaultConfig()
+	fs := newFlagSet(e, "verify", verifySynopsis)
+	self, _ := os.Executable()
+	fs.StringVar(&cfg.Bin, "apollo-bin", self, "the apollo binary whose serve is checked")
+	fs.IntVar(&cfg.Instances, "instances", cfg.Instances, "apollo serve processes sharing the cluster")
+	fs.DurationVar(&cfg.Duration, "duration", cfg.Duration, "how long the workload and the nemesis run")
+	faults := fs.String("faults", "all", "comma-separated faults to inject in turn, all, or none")
+	fs.DurationVar(&cfg.FaultEvery, "fault-every", cfg.FaultEvery, "calm between two faults")
+	fs.DurationVar(&cfg.FaultFor, "fault-for", cfg.FaultFor, "how long each fault lasts")
+	fs.IntVar(&cfg.Drivers, "drivers", cfg.Drivers, "drivers in the workload (all near one pickup, so bookings compete)")
+	fs.IntVar(&cfg.Riders, "riders", cfg.Riders, "riders in the workload")
+	fs.Uint64Var(&cfg.Seed, "seed", cfg.Seed, "seed of the workload's and the nemesis's choices")
+	dir := fs.String("dir", "", "directory for the cluster, instance logs and report files (default: a new temporary directory, kept when a check fails)")
+	jsonOut := fs.String("json", "", "write the run (history, faults, final state, report) as JSON to this file")
+	checkOnly := fs.String("check", "", "check a history written by --json instead of running one")
+	var opts verify.Options
+	fs.DurationVar(&opts.PartitionTimeout, "partition-timeout", 30*time.Second, "how long porcupine may take on one booking or driver before its verdict is unknown")
+	fs.DurationVar(&opts.DriverReadLag, "driver-read-lag", verify.DefaultDriverReadLag, "how stale a driver read from a replica may be (the router's --redis-max-replica-lag, plus its check interval)")
+	if err := parseFlags(e, fs, args); err != nil {
+		return err
+	}
+	if *faults == "none" {
+		cfg.Faults = nil
+	} else {
+		fl, err := verify.ParseFaults(*faults)
+		if err != nil {
+			return usageError{err}
+		}
+		cfg.Faults = fl
+	}
+	out, keep, err := verifyDir(*dir)
+	if err != nil {
+		return err
+	}
+	var h verify.History
+	if *checkOnly != "" {
+		if h, err = readRun(*checkOnly); err != nil {
+			return err
+		}
+	} else {
+		cfg.Dir, cfg.Progress = out, e.stderr
+		if err := cfg.Validate(); err != nil {
+			return usageError{err}
+		}
+		start := time.Now()
+		if h, err = verify.Run(ctx, cfg); err != nil {
+			return fmt.Errorf("verify run (files in %s): %w", out, err)
+		}
+		fmt.Fprintf(e.stderr, "verify: run took %s; checking\n", time.Since(start).Round(time.Second))
+	}
+	opts.OutDir = out
+	rep := verify.Check(h, opts)
+	if *jsonOut != "" {
+		if err := writeRun(*jsonOut, h, rep); err != nil {
+			return err
+		}
+	}
+	writeVerifyText(e.stdout, rep)
+	switch rep.Verdict {
+	case verify.Pass:
+		if !keep {
+			os.RemoveAll(out)
+		}
+		return nil
+	case verify.Fail:
+		fmt.Fprintf(e.stdout, "files: %s\n", out)
+		return silentExit{1}
+	default:
+		fmt.Fprintf(e.stdout, "files: %s\n", out)
+		return silentExit{2}
+	}
+}
+
+// verifyDir is the run's directory: the one given (kept), or a new
+// temporary one (removed when every check passes).
+func verifyDir(dir string) (string, bool, error) {
+	if dir != "" {
+		return dir, true, os.MkdirAll(dir, 0o755)
+	}
+	d, err := os.MkdirTemp("", "apollo-verify-")
+	return d, false, err
+}
+
+type verifyRun struct {
+	History verify.History `json:"history"`
+	Report  verify.Report  `json:"report"`
+}
+
+func writeRun(path string, h verify.History, rep verify.Report) error {
+	raw, err := json.MarshalIndent(verifyRun{h, rep}, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, raw, 0o644)
+}
+
+func readRun(path string) (verify.History, error) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return verify.History{}, err
+	}
+	var run verifyRun
+	if err := json.Unmarshal(raw, &run); err != nil {
+		return verify.History{}, fmt.Errorf("%s: %w", filepath.Base(path), err)
+	}
+	return run.History, nil
+}
+
+func writeVerifyText(w io.Writer, rep verify.Report) {
+	c := rep.Counts
+	fmt.Fprintf(w, "operations: %d (ok %d, failed %d, unknown %d); bookings %d, drivers %d; faults injected %d (%d actions failed)\n",
+		c.Ops, c.ByOutcome[verify.OK], c.ByOutcome[verify.Failed], c.ByOutcome[verify.Unknown], c.Bookings, c.Drivers, c.Faults, c.FaultErrors)
+	for _, ch := range rep.Checks {
+		fmt.Fprintf(w, "  %-26s %-8s %s\n", ch.Name, ch.Verdict, ch.Detail)
+	}
+	for _, v := range rep.Violations {
+		fmt.Fprintf(w, "VIOLATION %s: %s", v.Code, v.Message)
+		if v.File != "" {
+			fmt.Fprintf(w, " (%s)", v.File)
+		}
+		fmt.Fprintln(w)
+	}
+	fmt.Fprintf(w, "verdict: %s\n", rep.Verdict)
+}
