@@ -6,7 +6,7 @@ BIN     := bin/apollo
 # keeps timing-sensitive resilience tests honest on a 2-core machine.
 TESTFLAGS ?= -race -count=1 -p 1 -timeout 20m
 
-.PHONY: all build test demo redis fmt-check vet bench drill spike spike-rounds clean
+.PHONY: all build test demo redis fmt-check vet bench drill spike spike-rounds verify clean
 
 all: build
 
@@ -51,6 +51,12 @@ spike: redis build
 # enough riders that this machine's other work does not decide it.
 spike-rounds: redis build
 	./$(BIN) spike --modes on --rounds 3 --repeat-baseline=false --no-filter-baseline=false --json spike-rounds.json
+
+# The guarantees checked from recorded histories under every fault, on one
+# and on two instances, five minutes each (about 13 minutes in all).
+verify: redis build
+	./$(BIN) verify --instances 1 --duration 5m --json verify-1.json
+	./$(BIN) verify --instances 2 --duration 5m --json verify-2.json
 
 # Apollo locally: a 3 × 2 Redis Cluster, the service, and a simulated fleet.
 demo: redis build
