@@ -52,7 +52,7 @@ func runVerify(ctx context.Context, e env, args []string) error {
 	jsonOut := fs.String("json", "", "write the run (history, faults, final state, report) as JSON to this file")
 	checkOnly := fs.String("check", "", "check a history written by --json instead of running one")
 	var opts verify.Options
-	fs.DurationVar(&opts.PartitionTimeout, "partition-timeout", 30*time.Second, "how long porcupine may take on one booking or driver before its verdict is unknown")
+	fs.DurationVar(&opts.PartitionTimeout, "partition-timeout", 5*time.Minute, "how long porcupine may take on one booking or driver before its verdict is unknown")
 	fs.DurationVar(&opts.DriverReadLag, "driver-read-lag", verify.DefaultDriverReadLag, "how stale a driver read from a replica may be (the router's --redis-max-replica-lag, plus its check interval)")
 	if err := parseFlags(e, fs, args); err != nil {
 		return err
