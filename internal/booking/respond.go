@@ -80,8 +80,22 @@ func (s *Service) follow(ctx context.Context, id, driverID string, to Status) er
 		if err != nil {
 			return err
 		}
-		if b.Status == to && (to == Searching || b.DriverID == driverID) {
+		if b.Status == to && to == Accepted && b.DriverID == driverID {
 			return nil
+		}
+		if b.Status == Searching && to == Searching {
+			// The driver is reserved for this booking, which does not name
+			// it yet: the update that will (the allocation's, right after
+			// its reservation) may be in flight. A write of the booking
+			// makes that update's compare-and-set fail, so it releases the
+			// driver instead of naming a driver who declined — and who
+			// another booking may reserve the moment it is free.
+			next := b
+			next.UpdatedAt, next.DueAt = s.now(), s.now()
+			if err := s.store.Update(ctx, b, next); !errors.Is(err, ErrConflict) {
+				return err
+			}
+			continue
 		}
 		if b.Status != Allocated || b.DriverID != driverID {
 			return fmt.Errorf("%w: booking %s is %s with driver %q", ErrIllegal, b.ID, b.Status, b.DriverID)

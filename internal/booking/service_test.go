@@ -682,3 +682,28 @@ func (w *releaseWatch) Release(ctx context.Context, driverID, bookingID string, 
 	w.mu.Unlock()
 	return w.fakeFleet.Release(ctx, driverID, bookingID, expired, now)
 }
+
+// A driver declines a reservation whose booking does not name it yet: the
+// allocation's booking update is still in flight. That update must then
+// fail (and release the driver), or the booking would name a driver who is
+// free for any other booking. Found by apollo verify on two instances.
+func TestADeclineBeforeTheBookingNamesItsDriverStopsTheAllocationNamingIt(t *testing.T) {
+	ctx := context.Background()
+	r := newRig(t)
+	b, _ := r.svc.Create(ctx, req("k")) // no driver free: searching, version 1
+	// The allocation has reserved d1 for the booking, its update is in flight.
+	r.fleet.mu.Lock()
+	r.fleet.drivers["d1"] = driver.Driver{ID: "d1", Status: driver.StatusReserved, BookingID: b.ID, ReservedUntil: r.clk.now().Add(15 * time.Second), Version: 2}
+	r.fleet.mu.Unlock()
+	if _, err := r.svc.Respond(ctx, "d1", b.ID, false); err != nil {
+		t.Fatal(err)
+	}
+	if d := r.fleet.status("d1"); d.Status != driver.StatusAvailable {
+		t.Fatalf("d1 is %s after its decline, want available", d.Status)
+	}
+	named, _ := transition(b, Allocated, r.clk.now())
+	named.DriverID = "d1"
+	if err := r.store.Update(ctx, b, named); !errors.Is(err, ErrConflict) {
+		t.Fatalf("the in-flight allocation update = %v, want ErrConflict: the booking would name d1, who declined", err)
+	}
+}
