@@ -80,15 +80,19 @@ func (r reserver) Apply(ctx context.Context, id string, tr driver.Transition, no
 
 // DriversWithBookings is the driver store as drivers' apps see it (the
 // HTTP API, and simulated fleets): a driver's accept or decline also moves
-// the booking the driver was reserved for (booking.Service.Respond).
+// the booking the driver was reserved for (booking.Service.Respond), and a
+// trip starts only once its booking is accepted (booking.Service.StartTrip).
 type DriversWithBookings struct {
 	*redisstore.Drivers
 	bookings *booking.Service
 }
 
 func (d DriversWithBookings) Apply(ctx context.Context, id string, tr driver.Transition, now time.Time) (driver.Driver, error) {
-	if tr.Event != driver.EventAccept && tr.Event != driver.EventDecline {
-		return d.Drivers.Apply(ctx, id, tr, now)
+	switch tr.Event {
+	case driver.EventAccept, driver.EventDecline:
+		return d.bookings.Respond(ctx, id, tr.BookingID, tr.Event == driver.EventAccept)
+	case driver.EventStartTrip:
+		return d.bookings.StartTrip(ctx, id, tr.BookingID)
 	}
-	return d.bookings.Respond(ctx, id, tr.BookingID, tr.Event == driver.EventAccept)
+	return d.Drivers.Apply(ctx, id, tr, now)
 }

@@ -110,3 +110,29 @@ func (s *Service) follow(ctx context.Context, id, driverID string, to Status) er
 	}
 	return fmt.Errorf("booking %s: %w", id, ErrConflict)
 }
+
+// StartTrip records that a driver picked up the rider of the booking it
+// accepted (bookingID "" means the driver's current booking). The booking
+// is made to follow the accept first: once the driver leaves "reserved",
+// only the booking's own record says it holds the driver, and a booking
+// still allocated would, at its reservation's end, find the driver gone,
+// search again and take a second driver. So a trip cannot start while the
+// booking cannot be brought to accepted; the driver's app tries again.
+func (s *Service) StartTrip(ctx context.Context, driverID, bookingID string) (driver.Driver, error) {
+	d, err := s.driver.Get(ctx, driverID)
+	if err != nil {
+		return d, err
+	}
+	if bookingID == "" {
+		bookingID = d.BookingID
+	}
+	tr := driver.Transition{Event: driver.EventStartTrip, BookingID: bookingID}
+	now := s.now()
+	if _, err := driver.Apply(d, tr, now); err != nil {
+		return d, err
+	}
+	if err := s.follow(ctx, bookingID, driverID, Accepted); err != nil {
+		return d, err
+	}
+	return s.driver.Apply(ctx, driverID, tr, now)
+}

@@ -707,3 +707,35 @@ func TestADeclineBeforeTheBookingNamesItsDriverStopsTheAllocationNamingIt(t *tes
 		t.Fatalf("the in-flight allocation update = %v, want ErrConflict: the booking would name d1, who declined", err)
 	}
 }
+
+// A driver's accept is recorded but its booking's update is lost; the
+// driver then starts the trip. The trip must not start before the booking
+// is accepted: once the driver is on the trip, a booking still allocated
+// would find its driver gone at the reservation's end and take a second
+// one. Found by apollo verify (a primary hang during an accept).
+func TestATripStartsOnlyOnceItsBookingIsAccepted(t *testing.T) {
+	ctx := context.Background()
+	r := newRig(t, "d1")
+	b, _ := r.svc.Create(ctx, req("k"))
+	if _, err := r.fleet.Apply(ctx, "d1", driver.Transition{Event: driver.EventAccept, BookingID: b.ID}, r.clk.now()); err != nil {
+		t.Fatal(err)
+	}
+	r.store.mu.Lock()
+	r.store.failGet = map[string]bool{b.ID: true} // the booking's shard does not answer
+	r.store.mu.Unlock()
+	if _, err := r.svc.StartTrip(ctx, "d1", ""); err == nil {
+		t.Fatal("the trip started while its booking could not be brought to accepted")
+	}
+	if d := r.fleet.status("d1"); d.Status != driver.StatusReserved {
+		t.Fatalf("d1 is %s, want still reserved", d.Status)
+	}
+	r.store.mu.Lock()
+	r.store.failGet = nil
+	r.store.mu.Unlock()
+	if d, err := r.svc.StartTrip(ctx, "d1", ""); err != nil || d.Status != driver.StatusOnTrip {
+		t.Fatalf("StartTrip = %+v, %v; want on trip", d, err)
+	}
+	if got, _ := r.svc.Get(ctx, b.ID); got.Status != Accepted || got.DriverID != "d1" {
+		t.Fatalf("booking = %s with %q, want accepted with d1", got.Status, got.DriverID)
+	}
+}
