@@ -218,9 +218,27 @@ func (c *call) launch(a *attempt) {
 		case <-c.done:
 		}
 	}()
-	if a.via != ViaHedge && !c.primaryOnly(a.idx) && c.r.cfg.HedgeBudget > 0 {
-		c.after(a.node.hedgeDelay(c.r.cfg), event{hedge: a})
+	switch {
+	case a.via == ViaHedge:
+	case !c.primaryOnly(a.idx):
+		if c.r.cfg.HedgeBudget > 0 {
+			c.after(a.node.hedgeDelay(c.r.cfg), event{hedge: a})
+		}
+	case !c.anyWrite(a.idx):
+		// A fresh read is never hedged, but it must not wait out its
+		// deadline on a primary that answers nothing: look again once
+		// the primary could count as hopeless.
+		c.after(c.r.cfg.FailFastAfter, event{hedge: a})
 	}
+}
+
+func (c *call) anyWrite(idx []int) bool {
+	for _, i := range idx {
+		if c.cmds[i].Write {
+			return true
+		}
+	}
+	return false
 }
 
 // primaryOnly reports whether any of the commands may only be served by
@@ -247,6 +265,18 @@ func (c *call) after(d time.Duration, ev event) {
 func (c *call) onHedge(a *attempt) {
 	open := c.open(a.idx)
 	if len(open) == 0 || a.hedged {
+		return
+	}
+	if c.primaryOnly(open) {
+		// Fresh reads: only their primary may answer; fail them once it
+		// is hopeless, as a read with no other node left would.
+		if c.r.hopeless(a.node, c.r.clock.Now()) {
+			for _, i := range open {
+				c.finishErr(i, errFreshPrimaryStalled)
+			}
+			return
+		}
+		c.rearm(a, c.r.cfg.FailFastAfter)
 		return
 	}
 	// A hedge goes to another node of the shard. When reads must come from

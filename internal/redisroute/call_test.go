@@ -221,3 +221,24 @@ type replyError string
 
 func (e replyError) Error() string { return string(e) }
 func (replyError) RedisError()     {}
+
+// A fresh read whose primary answers nothing fails once the primary is
+// hopeless, instead of waiting out its deadline (and never asks a replica).
+func TestAFreshReadFailsFastWhenItsPrimaryIsSilent(t *testing.T) {
+	shards := shard3(answer("p:1", 2), answer("a:1", 2), answer("b:1", 2))
+	shards[0][0].hang()
+	c := newFakeCluster(t, shards)
+	res := c.exec(longCtx(t), Cmd{Args: []any{"GET", c.key(0)}, Key: c.key(0), Fresh: true})
+	waitArrived(t, shards[0][0])
+	c.waitTimers(t, 1)
+	c.clock.Advance(c.r.cfg.FailFastAfter)
+	r := (<-res)[0]
+	if !errors.Is(r.Err, ErrUnavailable) {
+		t.Fatalf("got %+v, want ErrUnavailable once the primary is hopeless", r)
+	}
+	for _, f := range shards[0][1:] {
+		if n := f.callCount(); n != 0 {
+			t.Errorf("fresh read sent to replica %s %d times", f.addr, n)
+		}
+	}
+}
