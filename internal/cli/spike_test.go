@@ -155,8 +155,13 @@ func TestSpikeOutageFailsOpenThenRecovers(t *testing.T) {
 			after.Allocated += s.Outside.Allocated
 		}
 	}
-	if during.Failed < during.Requested/2 || during.FailOpen == 0 {
-		t.Errorf("during the outage: %d of %d outside failed, %d failed open; want most to fail (503) and admission to fail open", during.Failed, during.Requested, during.FailOpen)
+	// The drill's riders carry an Idempotency-Key, whose lookup (a read of
+	// the booking from its primary) comes before admission: with every
+	// node paused it fails (503, within the router's fail-fast time), so
+	// admission is not reached and cannot be seen failing open here; that
+	// it fails open is redisstore's TestSpampedeFailsOpenWhenRedisHangs.
+	if during.Failed < during.Requested/2 {
+		t.Errorf("during the outage: %d of %d outside failed; want most to fail (503)", during.Failed, during.Requested)
 	}
 	if r.Inside.Pending+r.Outside.Pending != 0 {
 		t.Errorf("%d bookings reported created were not found settled: %v", r.Inside.Pending+r.Outside.Pending, r.Errors)
