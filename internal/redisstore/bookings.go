@@ -191,7 +191,7 @@ func (s *Bookings) Claim(ctx context.Context, now time.Time, hold time.Duration,
 // Schedule makes an open booking due at `at`; one no longer indexed (it
 // ended, and was forgotten) is not added back.
 func (s *Bookings) Schedule(ctx context.Context, id string, at time.Time) error {
-	return storeErrOrNil(s.r.Exec(ctx, []redisroute.Cmd{redisroute.Write("ZADD", openBookingsKey, "XX", at.UnixMilli(), id)}).Err())
+	return storeErr(s.r.Exec(ctx, []redisroute.Cmd{redisroute.Write("ZADD", openBookingsKey, "XX", at.UnixMilli(), id)}).Err())
 }
 
 // Withdraw deletes b if nothing changed it since it was created (version
@@ -205,13 +205,6 @@ func (s *Bookings) Withdraw(ctx context.Context, b booking.Booking) error {
 		return nil // it moved on: a retry with its key made it real
 	}
 	return s.Forget(ctx, b.ID)
-}
-
-func storeErrOrNil(err error) error {
-	if err == nil {
-		return nil
-	}
-	return storeErr(err)
 }
 
 // Forget removes a booking from the open index.

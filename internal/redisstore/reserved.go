@@ -23,7 +23,7 @@ const lapsedGrace = time.Second
 
 func (s *Drivers) indexReservation(ctx context.Context, d driver.Driver) error {
 	at := d.ReservedUntil.Add(lapsedGrace).UnixMilli()
-	return storeErrOrNil(s.r.Exec(ctx, []redisroute.Cmd{redisroute.Write("ZADD", reservedKey, at, d.ID)}).Err())
+	return storeErr(s.r.Exec(ctx, []redisroute.Cmd{redisroute.Write("ZADD", reservedKey, at, d.ID)}).Err())
 }
 
 // ClaimLapsed returns up to limit drivers still reserved past their

@@ -111,8 +111,12 @@ func NewDrivers(r router, cfg Config, rules driver.Rules) (*Drivers, error) {
 }
 
 // storeErr classifies a routing error: a Redis reply error is a bug or bad
-// data (returned as is); anything else means Redis could not answer.
+// data (returned as is); anything else means Redis could not answer. nil
+// stays nil.
 func storeErr(err error) error {
+	if err == nil {
+		return nil
+	}
 	var rerr redis.Error
 	if errors.As(err, &rerr) || errors.Is(err, redisroute.ErrInvalidCommand) {
 		return err
