@@ -30,9 +30,15 @@ func startApp(t *testing.T, c *localcluster.Cluster) (*app.App, string, string) 
 }
 
 func startAppB(t testing.TB, addrs []string) (*app.App, string, string) {
-	t.Helper()
 	cfg := app.DefaultConfig()
 	cfg.Redis.Addrs = addrs
+	return serveApp(t, cfg)
+}
+
+// serveApp runs Apollo with cfg on free loopback ports until the test ends
+// and returns it with its API and admin URLs.
+func serveApp(t testing.TB, cfg app.Config) (*app.App, string, string) {
+	t.Helper()
 	cfg.Listen, cfg.AdminListen, cfg.DrainDelay = "127.0.0.1:0", "127.0.0.1:0", 0
 	a, err := app.New(context.Background(), cfg, slog.New(slog.DiscardHandler))
 	if err != nil {

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -169,34 +168,6 @@ func metric(t testing.TB, admin, sample string) string {
 	return strings.TrimSpace(strings.TrimPrefix(line, sample))
 }
 
-// serveApp runs Apollo with cfg (on free loopback ports) until the test ends.
-func serveApp(t testing.TB, cfg app.Config) (a *app.App, api string) {
-	t.Helper()
-	cfg.Listen, cfg.AdminListen, cfg.DrainDelay = "127.0.0.1:0", "127.0.0.1:0", 0
-	a, err := app.New(context.Background(), cfg, slog.New(slog.DiscardHandler))
-	if err == nil {
-		if err = a.Listen(); err != nil {
-			a.Close()
-		}
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	stop, served := make(chan struct{}), make(chan error, 1)
-	go func() {
-		ctx, cancel := context.WithCancel(context.Background())
-		go func() { <-stop; cancel() }()
-		served <- a.Serve(ctx)
-	}()
-	t.Cleanup(func() {
-		close(stop)
-		if err := <-served; err != nil {
-			t.Errorf("Serve: %v", err)
-		}
-	})
-	return a, "http://" + a.APIAddr()
-}
-
 // allocation is a booking as the audit reads it.
 type allocation struct {
 	ID            string         `json:"id"`
@@ -289,7 +260,7 @@ func TestAPrimaryFailoverDuringConcurrentReservationsNeverHoldsADriverTwice(t *t
 	cfg.Dispatch.ReservationTTL = 2 * time.Second
 	cfg.Booking.AllocationTimeout, cfg.Booking.ScanEvery, cfg.Booking.ClaimHold = 8*time.Second, 100*time.Millisecond, 3*time.Second
 	cfg.Booking.RetryMin, cfg.Booking.RetryMax = 200*time.Millisecond, time.Second
-	a, api := serveApp(t, cfg)
+	a, api, _ := serveApp(t, cfg)
 	// A reservation no booking holds is swept after its end, a grace
 	// (redisstore's lapsedGrace, 1 s) and, if a sweep attempt failed, a
 	// claim hold; the scan comes by every ScanEvery.
