@@ -85,7 +85,7 @@ type Final struct {
 	At       time.Time        `json:"at"`
 	Bookings map[string]State `json:"bookings"` // by booking ID; a booking not found is absent
 	Drivers  map[string]State `json:"drivers"`
-	// Rules is the Spampede rule set (its JSON) each instance serves, by instance URL.
+	// Rules is the Spampede rule set (its JSON) each instance serves, by instance name.
 	Rules map[string]string `json:"rules"`
 }
 
