@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/apollo-platform/apollo/internal/localcluster"
 	"github.com/apollo-platform/apollo/internal/verify"
 )
 
@@ -30,7 +31,12 @@ slack, the same Spampede rules on every instance.
 
 Faults: replica-crash, replica-hang, primary-crash (heals after a replica is
 promoted), primary-hang, handshake (one node refuses Apollo's password),
-instance-kill (SIGKILL of one apollo instance, restarted), or all.
+instance-kill (SIGKILL of one apollo instance, restarted), primary-partition
+(a primary cut off from the other nodes by iptables while Apollo still
+reaches it, until a replica is promoted: needs iptables and root),
+cluster-restart (every node killed and restarted from its data directory:
+what survives is --persistence's), or all. Each node has a loopback address
+of its own (127.A.B.n), so that a partition can be made between them.
 A failing partition's porcupine view is written as HTML next to the report.
 Exit code: 0 every check passed, 1 a violation, 2 a check undecided.
 --check FILE checks a history written by --json before, without a run.`
@@ -48,6 +54,11 @@ func runVerify(ctx context.Context, e env, args []string) error {
 	fs.IntVar(&cfg.Drivers, "drivers", cfg.Drivers, "drivers in the workload (all near one pickup, so bookings compete)")
 	fs.IntVar(&cfg.Riders, "riders", cfg.Riders, "riders in the workload")
 	fs.Uint64Var(&cfg.Seed, "seed", cfg.Seed, "seed of the workload's and the nemesis's choices")
+	fs.Func("persistence", "what the nodes keep on disk: none, rdb, aof (everysec) or aof-always (default aof); cluster-restart loses the rest", func(v string) error {
+		p, err := localcluster.ParsePersistence(v)
+		cfg.Persistence = p
+		return err
+	})
 	dir := fs.String("dir", "", "directory for the cluster, instance logs and report files (default: a new temporary directory, kept when a check fails)")
 	jsonOut := fs.String("json", "", "write the run (history, faults, final state, report) as JSON to this file")
 	checkOnly := fs.String("check", "", "check a history written by --json instead of running one")
@@ -148,6 +159,13 @@ func writeVerifyText(w io.Writer, rep verify.Report) {
 	c := rep.Counts
 	fmt.Fprintf(w, "operations: %d (ok %d, failed %d, unknown %d); bookings %d, drivers %d; faults injected %d (%d actions failed)\n",
 		c.Ops, c.ByOutcome[verify.OK], c.ByOutcome[verify.Failed], c.ByOutcome[verify.Unknown], c.Bookings, c.Drivers, c.Faults, c.FaultErrors)
+	for _, f := range rep.Counts.ByFault {
+		fmt.Fprintf(w, "  %-18s injected %d; operations begun while it lasted: %d (ok %d, failed %d, unknown %d)\n",
+			f.Kind, f.Injected, f.Ops, f.OK, f.Failed, f.Unknown)
+		for _, e := range f.Effects {
+			fmt.Fprintf(w, "  %-18s   %s\n", "", e)
+		}
+	}
 	for _, ch := range rep.Checks {
 		fmt.Fprintf(w, "  %-26s %-8s %s\n", ch.Name, ch.Verdict, ch.Detail)
 	}

@@ -193,12 +193,13 @@ func classify(err error) problem {
 		p = problem{status: http.StatusConflict, code: CodeConflict, message: "the rules changed since the version you edited; GET them, reapply your edit and PUT again"}
 	case errors.Is(err, redisstore.ErrConflict):
 		p = problem{status: http.StatusConflict, code: CodeConflict, message: "the driver changed concurrently; try again"}
-	// Before ErrUnavailable, which the store wraps around it: the booking
-	// exists on a primary but could still be lost in a failover, so it is
-	// not reported as created; a retry with the same key finds it.
+	// Before ErrUnavailable, which the store wraps around it: the change
+	// (a booking, a driver's transition) is on a primary but could still be
+	// lost in a failover, so it is not reported as done; a create retried
+	// with the same key finds its booking.
 	case errors.Is(err, redisroute.ErrUnconfirmed):
 		p = problem{status: http.StatusServiceUnavailable, code: CodeUnavailable,
-			message: "the booking was stored but not yet confirmed by a replica; retry with the same Idempotency-Key"}
+			message: "the change reached the primary but no replica confirmed it in time, so a failover could still undo it: read it back to see whether it lasted; to create a booking, retry with the same Idempotency-Key"}
 	case errors.Is(err, errBookingsDisabled):
 		p = problem{status: http.StatusServiceUnavailable, code: CodeUnavailable, message: "bookings are not enabled"}
 	case errors.Is(err, errSpampedeDisabled):

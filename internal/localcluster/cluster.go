@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -23,6 +25,7 @@ type Cluster struct {
 
 	mu     sync.Mutex
 	closed bool
+	chain  string // the iptables chain of Isolate's rules, once made
 }
 
 // Start creates the cluster's directories, starts every node, forms the
@@ -98,11 +101,12 @@ func (c *Cluster) launch(ctx context.Context, bin string) error {
 		return err
 	}
 	opts := c.clientOptions()
+	hosts := nodeHosts(n, c.cfg.OwnAddrs)
 	for i := 0; i < n; i++ {
 		nd := &Node{
 			Index:   i,
 			Shard:   shardOf(i, c.cfg),
-			Addr:    "127.0.0.1:" + strconv.Itoa(ports[i]),
+			Addr:    net.JoinHostPort(hosts[i], strconv.Itoa(ports[i])),
 			BusPort: ports[n+i],
 			Dir:     filepath.Join(c.dir, "node-"+strconv.Itoa(ports[i])),
 			bin:     bin,
@@ -123,6 +127,22 @@ func (c *Cluster) launch(ctx context.Context, bin string) error {
 		}
 	}
 	return nil
+}
+
+// nodeHosts is every node's listening address: 127.0.0.1 for all, or with
+// own addresses 127.A.B.1, .2, ... on a 127.A.B.0/24 of the cluster's own,
+// chosen at random so that two clusters on one machine (and their firewall
+// rules) do not meet.
+func nodeHosts(n int, own bool) []string {
+	out := make([]string, n)
+	a, b := 100+rand.IntN(150), rand.IntN(256)
+	for i := range out {
+		out[i] = "127.0.0.1"
+		if own {
+			out[i] = fmt.Sprintf("127.%d.%d.%d", a, b, i+1)
+		}
+	}
+	return out
 }
 
 func shardOf(i int, cfg Config) int {
@@ -176,6 +196,9 @@ func (c *Cluster) Close() error {
 	c.closed = true
 	c.mu.Unlock()
 	var errs []error
+	if c.chain != "" {
+		errs = append(errs, removeChain(context.Background(), c.chain))
+	}
 	for _, n := range c.nodes {
 		errs = append(errs, n.Kill())
 	}

@@ -18,8 +18,9 @@ type Config struct {
 	// before the others flag it as failing. Short by default so that drills
 	// and tests see failovers in seconds rather than the production 15 s.
 	NodeTimeout time.Duration
-	// AOF turns on append-only persistence (appendfsync everysec).
-	AOF bool
+	// Persistence is what each node keeps on disk (PersistenceNone by
+	// default: nothing survives a restart).
+	Persistence Persistence
 	// Password, when set, is required from clients (requirepass) and used
 	// between replicas and primaries (masterauth).
 	Password string
@@ -39,6 +40,12 @@ type Config struct {
 	RedisServer string
 	// StartTimeout bounds how long Start waits for the cluster to be usable.
 	StartTimeout time.Duration
+	// OwnAddrs puts every node on a loopback address of its own
+	// (127.A.B.i, with A.B chosen at random per cluster), listening on it and
+	// connecting from it (bind-source-addr), so that Isolate can cut a node
+	// off from the others while clients, which connect from 127.0.0.1,
+	// still reach it. Plain TCP only.
+	OwnAddrs bool
 }
 
 // DefaultConfig is the shape of the 2019 Apollo cluster: 3 primaries with 2
@@ -57,7 +64,11 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.IntVar(&c.Primaries, "primaries", c.Primaries, "number of primaries (shards)")
 	fs.IntVar(&c.Replicas, "replicas", c.Replicas, "replicas per primary")
 	fs.DurationVar(&c.NodeTimeout, "node-timeout", c.NodeTimeout, "cluster-node-timeout of every node")
-	fs.BoolVar(&c.AOF, "aof", c.AOF, "enable append-only-file persistence")
+	fs.Func("persistence", "what each node keeps on disk: none, rdb (a snapshot each second with a change), aof (appendfsync everysec) or aof-always (default none)", func(v string) error {
+		p, err := ParsePersistence(v)
+		c.Persistence = p
+		return err
+	})
 	fs.StringVar(&c.Password, "password", c.Password, "require this password from clients (requirepass/masterauth)")
 	fs.StringVar(&c.User, "user", c.User, "with --password: also create this ACL user and replicate as it")
 	fs.BoolVar(&c.TLS, "tls", c.TLS, "serve clients, the cluster bus and replication over TLS only (throwaway CA)")
@@ -87,6 +98,12 @@ func (c Config) Validate() error {
 		if strings.ContainsAny(a, "\r\n") {
 			errs = append(errs, fmt.Errorf("extra argument %q must be on one line", a))
 		}
+	}
+	if _, err := ParsePersistence(string(c.Persistence)); err != nil {
+		errs = append(errs, err)
+	}
+	if c.OwnAddrs && c.TLS {
+		errs = append(errs, errors.New("own addresses are for plain TCP clusters (the TLS certificate is for 127.0.0.1)"))
 	}
 	if c.StartTimeout <= 0 {
 		errs = append(errs, errors.New("start timeout must be positive"))

@@ -85,7 +85,8 @@ func (n *Node) Client() *redis.Client {
 
 func (n *Node) writeConfig(c Config, t *tlsFiles) error {
 	lines := []string{
-		"bind 127.0.0.1",
+		"bind " + n.host(),
+		"bind-source-addr " + n.host(),
 		"cluster-enabled yes",
 		"cluster-port " + strconv.Itoa(n.BusPort),
 		"cluster-config-file nodes.conf",
@@ -93,7 +94,6 @@ func (n *Node) writeConfig(c Config, t *tlsFiles) error {
 		"dir " + n.Dir,
 		"logfile " + filepath.Join(n.Dir, "redis.log"),
 		"daemonize no",
-		`save ""`,
 		"enable-debug-command local",
 		"repl-diskless-sync yes",
 		"repl-diskless-sync-delay 0",
@@ -107,11 +107,7 @@ func (n *Node) writeConfig(c Config, t *tlsFiles) error {
 	} else {
 		lines = append(lines, "port "+strconv.Itoa(portOf(n.Addr)))
 	}
-	if c.AOF {
-		lines = append(lines, "appendonly yes", "appendfsync everysec")
-	} else {
-		lines = append(lines, "appendonly no")
-	}
+	lines = append(lines, c.Persistence.directives()...)
 	if c.Password != "" {
 		lines = append(lines, "requirepass "+c.Password, "masterauth "+c.Password)
 	} else {
@@ -265,6 +261,11 @@ func (n *Node) Restart(ctx context.Context) error {
 	}
 	return n.waitReady(ctx)
 }
+
+// host is the address the node listens on and connects from.
+func (n *Node) host() string { return hostOf(n.Addr) }
+
+func hostOf(addr string) string { return addr[:strings.LastIndexByte(addr, ':')] }
 
 func portOf(addr string) int {
 	i := strings.LastIndexByte(addr, ':')

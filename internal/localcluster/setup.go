@@ -54,7 +54,7 @@ func (c *Cluster) meetAll(ctx context.Context) error {
 	first := c.nodes[0].Client()
 	defer first.Close()
 	for _, n := range c.nodes[1:] {
-		host, port := "127.0.0.1", portOf(n.Addr)
+		host, port := n.host(), portOf(n.Addr)
 		if err := first.Do(ctx, "CLUSTER", "MEET", host, port, n.BusPort).Err(); err != nil {
 			return fmt.Errorf("CLUSTER MEET %s: %w", n.Addr, err)
 		}

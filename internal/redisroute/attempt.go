@@ -20,6 +20,9 @@ type attempt struct {
 	replies []redis.Cmder
 	rtt     time.Duration
 	acked   int64 // replicas that acknowledged the writes (WAIT), when asked
+	// fenceErr is the fence write's failure: WAIT then covers nothing the
+	// attempt's confirmed reads saw.
+	fenceErr error
 }
 
 // send runs the attempt on its node and records what it says about the
@@ -36,6 +39,12 @@ func (r *Router) send(ctx context.Context, a *attempt, cmds []Cmd) {
 		a.replies[k] = c
 		wire = append(wire, c)
 	}
+	var fence *redis.StatusCmd
+	if k := confirmedRead(a.idx, cmds); k >= 0 {
+		// After the reads, so that WAIT's offset covers what they saw.
+		fence = redis.NewStatusCmd(ctx, "set", r.fenceKey(Slot(cmds[k].Key)), "1")
+		wire = append(wire, fence)
+	}
 	var wait *redis.IntCmd
 	if acks := maxAcks(a.idx, cmds); acks > 0 {
 		// WAIT covers every write sent before it on this connection.
@@ -49,6 +58,9 @@ func (r *Router) send(ctx context.Context, a *attempt, cmds []Cmd) {
 	if wait != nil {
 		a.acked = wait.Val()
 	}
+	if fence != nil {
+		a.fenceErr = fence.Err()
+	}
 	end := r.clock.Now()
 	a.rtt = end.Sub(start)
 	cl := classify(batchErr(err, a.replies))
@@ -56,6 +68,17 @@ func (r *Router) send(ctx context.Context, a *attempt, cmds []Cmd) {
 	if cl.nodeFault() {
 		r.nodeFailed(a.node, cl, err)
 	}
+}
+
+// confirmedRead is the position of the first read among idx that asks for
+// replica acknowledgement, or -1.
+func confirmedRead(idx []int, cmds []Cmd) int {
+	for _, i := range idx {
+		if !cmds[i].Write && cmds[i].Acks > 0 {
+			return i
+		}
+	}
+	return -1
 }
 
 func maxAcks(idx []int, cmds []Cmd) int {

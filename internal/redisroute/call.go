@@ -359,8 +359,14 @@ func (c *call) onDone(a *attempt) {
 		switch cl {
 		case classOK:
 			res := Result{Val: value(a.replies[k]), Node: a.node.addr, Via: a.via}
-			if need := c.cmds[i].Acks; write && int(a.acked) < need {
+			need := c.cmds[i].Acks
+			switch {
+			case write && int(a.acked) < need:
 				res.Err = fmt.Errorf("%w: %d of %d replicas acknowledged within %s", ErrUnconfirmed, a.acked, need, c.r.cfg.AckTimeout)
+			case !write && need > 0 && a.fenceErr != nil:
+				res.Val, res.Err = nil, fmt.Errorf("%w: the fence write failed: %v", ErrReadUnconfirmed, a.fenceErr)
+			case !write && int(a.acked) < need:
+				res.Val, res.Err = nil, fmt.Errorf("%w: %d of %d replicas acknowledged within %s", ErrReadUnconfirmed, a.acked, need, c.r.cfg.AckTimeout)
 			}
 			c.finish(i, res)
 		case classReply:
@@ -475,7 +481,7 @@ func (c *call) finish(i int, res Result) {
 		}
 	case errors.Is(res.Err, ErrAmbiguous):
 		c.r.m.commands.WithLabelValues("ambiguous").Inc()
-	case errors.Is(res.Err, ErrUnconfirmed):
+	case errors.Is(res.Err, ErrUnconfirmed), errors.Is(res.Err, ErrReadUnconfirmed):
 		c.r.m.commands.WithLabelValues("unconfirmed").Inc()
 	default:
 		c.r.m.commands.WithLabelValues("error").Inc()

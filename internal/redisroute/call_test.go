@@ -3,6 +3,7 @@ package redisroute
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"strings"
@@ -242,3 +243,65 @@ func TestAFreshReadFailsFastWhenItsPrimaryIsSilent(t *testing.T) {
 		}
 	}
 }
+
+// recordWire answers like answer and records each command's name and
+// first argument, in the order they were sent.
+func recordWire(addr string, acks int64, fenceErr error, wire *[]string) func(int, []redis.Cmder) error {
+	ok := answer(addr, acks)
+	return func(call int, cmds []redis.Cmder) error {
+		for _, c := range cmds {
+			*wire = append(*wire, fmt.Sprint(c.Args()[0], " ", c.Args()[1]))
+		}
+		err := ok(call, cmds)
+		for _, c := range cmds {
+			if c.Name() == "set" && fenceErr != nil {
+				c.SetErr(fenceErr)
+			}
+		}
+		return err
+	}
+}
+
+// A confirmed read (Fresh, with Acks): after the read, the router writes a
+// fence key of the read's slot on the same node and WAITs for it, so a
+// replica acknowledging the fence holds everything the read saw.
+func TestAConfirmedReadIsFencedAndConfirmedByAReplica(t *testing.T) {
+	var wire []string
+	c := newFakeCluster(t, shard3(recordWire("p:1", 1, nil, &wire), answer("a:1", 2), answer("b:1", 2)))
+	key := c.key(0)
+	r := c.r.Exec(longCtx(t), []Cmd{{Args: []any{"GET", key}, Key: key, Fresh: true, Acks: 1}})[0]
+	if r.Err != nil || r.Val != "GET@p:1" {
+		t.Fatalf("got %+v, want the primary's answer", r)
+	}
+	if len(wire) != 3 || wire[0] != "GET "+key || !strings.HasPrefix(wire[1], "set apollo:fence:{") || !strings.HasPrefix(wire[2], "wait 1") {
+		t.Fatalf("sent %q, want the read, a fence write, then WAIT 1", wire)
+	}
+	if fence := strings.TrimPrefix(wire[1], "set "); Slot(fence) != Slot(key) {
+		t.Errorf("fence %s is in slot %d, the read's key in %d", fence, Slot(fence), Slot(key))
+	}
+}
+
+func TestAConfirmedReadNoReplicaAcknowledgesIsUnconfirmed(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		acks     int64
+		fenceErr error
+	}{
+		{"no replica acknowledges (a primary cut off from its replicas)", 0, nil},
+		{"the fence write fails, so WAIT covers nothing", 2, redis.Error(oom{})},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var wire []string
+			c := newFakeCluster(t, shard3(recordWire("p:1", tc.acks, tc.fenceErr, &wire), answer("a:1", 2), answer("b:1", 2)))
+			r := c.r.Exec(longCtx(t), []Cmd{{Args: []any{"GET", c.key(0)}, Key: c.key(0), Fresh: true, Acks: 1}})[0]
+			if !errors.Is(r.Err, ErrReadUnconfirmed) || errors.Is(r.Err, ErrUnconfirmed) || r.Val != nil {
+				t.Fatalf("got %+v, want ErrReadUnconfirmed and no value", r)
+			}
+		})
+	}
+}
+
+type oom struct{}
+
+func (oom) Error() string { return "OOM command not allowed when used memory > 'maxmemory'." }
+func (oom) RedisError()   {}

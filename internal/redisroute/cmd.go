@@ -23,6 +23,14 @@ type Cmd struct {
 	Fresh bool
 	// Acks, for a write, is how many replicas must acknowledge it (WAIT)
 	// before it is reported as done; fewer gives ErrUnconfirmed.
+	//
+	// For a Fresh read, Acks makes it a confirmed read: after it, on the
+	// same connection, the router writes a fence key of the read's slot and
+	// WAITs for it, so the replicas that acknowledge the fence hold
+	// everything the read saw; fewer gives ErrReadUnconfirmed. A primary cut
+	// off from its replicas (the minority side of a partition, about to be
+	// replaced) cannot confirm a read, so a confirmed read never returns a
+	// write that a failover then undoes, nor misses one the new primary took.
 	Acks int
 }
 
@@ -51,8 +59,8 @@ func (c Cmd) validate() error {
 	if c.name() == "" {
 		return fmt.Errorf("command name must be a non-empty string, got %v", c.Args[0])
 	}
-	if c.Acks < 0 || c.Acks > 0 && !c.Write {
-		return fmt.Errorf("%s: acks need a write and must not be negative, got %d", c.name(), c.Acks)
+	if c.Acks < 0 || c.Acks > 0 && !c.Write && !c.Fresh {
+		return fmt.Errorf("%s: acks need a write or a fresh read and must not be negative, got %d", c.name(), c.Acks)
 	}
 	if c.Key == "" {
 		return fmt.Errorf("%s: a routing key is required", c.name())

@@ -18,6 +18,12 @@ var (
 	// ErrUnconfirmed: the primary applied the write but fewer replicas than
 	// asked acknowledged it in time, so a failover could still lose it.
 	ErrUnconfirmed = errors.New("write applied on the primary but not confirmed by enough replicas")
+	// ErrReadUnconfirmed: a confirmed read (Fresh, with Acks) got its
+	// answer, but fewer replicas than asked hold everything it saw, so the
+	// answer may be one a failover undoes, or come from a primary already
+	// replaced (cut off from its replicas, it cannot know). Nothing was
+	// changed; the read may be tried again.
+	ErrReadUnconfirmed = errors.New("read not confirmed by enough replicas: the node may no longer be the primary")
 	// ErrNoNode: the topology has no node for the key's slot.
 	ErrNoNode = errors.New("no Redis node serves this slot")
 	// ErrUnavailable: every node that could serve the command failed or is ejected.

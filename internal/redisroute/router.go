@@ -28,6 +28,9 @@ type Router struct {
 	nodesMu sync.Mutex
 	nodes   map[string]*node
 
+	fenceOnce sync.Once
+	fenceKeys []string // by slot; see fenceKey
+
 	ejectMu    sync.Mutex   // serialises ejection and re-admission decisions
 	stallFloor atomic.Int64 // unix nanos when the watchdog last found itself paused
 

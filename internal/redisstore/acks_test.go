@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apollo-platform/apollo/internal/booking"
 	"github.com/apollo-platform/apollo/internal/driver"
 	"github.com/apollo-platform/apollo/internal/localcluster"
 	"github.com/apollo-platform/apollo/internal/localcluster/clustertest"
@@ -34,5 +35,37 @@ func TestADriverTransitionNoReplicaAcknowledgedIsNotDone(t *testing.T) {
 	_, err = s.Apply(ctx, "d1", driver.Transition{Event: driver.EventReserve, BookingID: "bk-1", Until: t0.Add(time.Minute)}, t0)
 	if !errors.Is(err, redisroute.ErrUnconfirmed) {
 		t.Fatalf("reserve with its replica paused = %v, want ErrUnconfirmed", err)
+	}
+}
+
+// A primary cut off from its replicas while Apollo still reaches it (the
+// minority side of a partition, about to be replaced): a booking update
+// it takes is not done, and a read of the booking does not return it —
+// a write that the failover will undo, or a booking the other side may
+// already have changed.
+func TestAPrimaryCutOffFromItsReplicaNeitherConfirmsAnUpdateNorAnswersAReadOfIt(t *testing.T) {
+	clustertest.NeedFirewall(t)
+	c := clustertest.Start(t, func(cfg *localcluster.Config) { cfg.Primaries, cfg.Replicas, cfg.OwnAddrs = 1, 1, true })
+	s := redisstore.NewBookings(newRouterFor(t, c), 1)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	b, created, err := s.Create(ctx, booking.Booking{ID: "bk-cut-off", RiderID: "r1", Service: "car", Status: booking.Searching,
+		CreatedAt: t0, UpdatedAt: t0, Deadline: t0.Add(time.Minute), DueAt: t0.Add(time.Minute)})
+	if err != nil || !created {
+		t.Fatalf("create = %v, %v", created, err)
+	}
+	primary := c.Primary(ctx, 0)
+	if err := c.Isolate(ctx, primary); err != nil {
+		t.Fatal(err)
+	}
+	defer c.Rejoin(context.Background(), primary)
+
+	next := b
+	next.Status, next.UpdatedAt = booking.Cancelled, t0.Add(time.Second)
+	if err := s.Update(ctx, b, next); !errors.Is(err, booking.ErrUnconfirmed) {
+		t.Fatalf("update on the cut-off primary = %v, want booking.ErrUnconfirmed", err)
+	}
+	if got, err := s.Get(ctx, b.ID); !errors.Is(err, redisstore.ErrUnavailable) || !errors.Is(err, redisroute.ErrReadUnconfirmed) {
+		t.Fatalf("read on the cut-off primary = %s v%d, %v; want it unconfirmed", got.Status, got.Version, err)
 	}
 }

@@ -80,8 +80,11 @@ func (s *Bookings) Create(ctx context.Context, b booking.Booking) (booking.Booki
 	// The open index first: the two keys live in different slots, so they
 	// cannot be written atomically, and a booking stored but never indexed
 	// would never be scanned (searching forever). An index entry without a
-	// booking is harmless: the scan finds nothing and forgets it.
-	if err := s.r.Exec(ctx, []redisroute.Cmd{s.openEntry(b)}).Err(); err != nil {
+	// booking is harmless: the scan finds nothing and forgets it. Confirmed
+	// like the booking: an entry a failover undoes strands its booking.
+	entry := s.openEntry(b)
+	entry.Acks = s.acks
+	if err := s.r.Exec(ctx, []redisroute.Cmd{entry}).Err(); err != nil {
 		return b, false, storeErr(err)
 	}
 	cmd := s.create.cmd(bookingKey(b.ID), string(raw), int64(bookingTTL/time.Second))
@@ -109,10 +112,14 @@ func (s *Bookings) Create(ctx context.Context, b booking.Booking) (booking.Booki
 	return stored, created == 1, nil
 }
 
-// Get reads a booking from its primary (read-your-writes for the rider).
+// Get reads a booking from its primary (read-your-writes for the rider),
+// confirmed by as many replicas as a write (see redisroute.Cmd.Acks): what
+// it returns is no write a failover can undo, and a primary cut off from
+// its replicas, already replaced on the other side of a partition, cannot
+// answer it with the booking as it was before the other side changed it.
 func (s *Bookings) Get(ctx context.Context, id string) (booking.Booking, error) {
 	key := bookingKey(id)
-	res := s.r.Exec(ctx, []redisroute.Cmd{{Args: []any{"HMGET", key, "json", "v"}, Key: key, Fresh: true}})[0]
+	res := s.r.Exec(ctx, []redisroute.Cmd{{Args: []any{"HMGET", key, "json", "v"}, Key: key, Fresh: true, Acks: s.acks}})[0]
 	if res.Err != nil {
 		return booking.Booking{}, storeErr(res.Err)
 	}
@@ -129,23 +136,33 @@ func (s *Bookings) Get(ctx context.Context, id string) (booking.Booking, error) 
 }
 
 // Update writes next if the stored version is still old's, and keeps the
-// open-bookings index in step.
+// open-bookings index in step. The write must be acknowledged by as many
+// replicas as a create: one that fewer acknowledged is reported as
+// booking.ErrUnconfirmed (it may or may not last a failover), never as done.
 func (s *Bookings) Update(ctx context.Context, old, next booking.Booking) error {
 	next.Version = old.Version + 1
 	raw, err := json.Marshal(next)
 	if err != nil {
 		return err
 	}
-	res := s.update.run(ctx, s.r, bookingKey(old.ID), old.Version, string(raw))
-	if res.Err != nil {
+	cmd := s.update.cmd(bookingKey(old.ID), old.Version, string(raw))
+	cmd.Acks = s.acks
+	res := s.update.exec(ctx, s.r, []redisroute.Cmd{cmd})[0]
+	reply, _ := res.Val.([]any)
+	unconfirmed := errors.Is(res.Err, redisroute.ErrUnconfirmed)
+	if res.Err != nil && !unconfirmed {
 		return storeErr(res.Err)
 	}
-	reply, _ := res.Val.([]any)
 	if len(reply) < 1 {
 		return fmt.Errorf("update booking: unexpected reply %v", res.Val)
 	}
 	if ok, _ := reply[0].(int64); ok != 1 {
+		// Nothing was written, acknowledged or not.
 		return fmt.Errorf("booking %s: %w (%w)", old.ID, booking.ErrConflict, ErrConflict)
+	}
+	if unconfirmed {
+		// The index is left as it is: the booking is read again when due.
+		return fmt.Errorf("booking %s: %w: %w", old.ID, booking.ErrUnconfirmed, storeErr(res.Err))
 	}
 	s.index(ctx, next)
 	return nil

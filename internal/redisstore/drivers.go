@@ -16,15 +16,23 @@ func readDriver(id string, fresh bool) redisroute.Cmd {
 
 // Get reads one driver (from a replica, per the router's read policy).
 func (s *Drivers) Get(ctx context.Context, id string) (driver.Driver, error) {
-	d, _, err := s.get(ctx, id, false)
+	d, _, err := s.get(ctx, id, read{})
 	return d, err
 }
 
-func (s *Drivers) get(ctx context.Context, id string, fresh bool) (driver.Driver, string, error) {
+// read is how get reads a driver: from any node (the read policy), from
+// its primary, or from its primary confirmed by Acks replicas.
+type read struct{ fresh, confirmed bool }
+
+func (s *Drivers) get(ctx context.Context, id string, how read) (driver.Driver, string, error) {
 	if err := driver.ValidateID(id); err != nil {
 		return driver.Driver{}, "", err
 	}
-	res := s.r.Exec(ctx, []redisroute.Cmd{readDriver(id, fresh)})[0]
+	cmd := readDriver(id, how.fresh)
+	if how.confirmed {
+		cmd.Acks = s.cfg.Acks
+	}
+	res := s.r.Exec(ctx, []redisroute.Cmd{cmd})[0]
 	if res.Err != nil {
 		return driver.Driver{}, "", storeErr(res.Err)
 	}
@@ -32,8 +40,8 @@ func (s *Drivers) get(ctx context.Context, id string, fresh bool) (driver.Driver
 	if err != nil {
 		return d, "", err
 	}
-	if !found && !fresh {
-		return s.get(ctx, id, true) // see confirmMissing
+	if !found && !how.fresh {
+		return s.get(ctx, id, read{fresh: true}) // see confirmMissing
 	}
 	if !found {
 		return d, "", fmt.Errorf("driver %s: %w", id, ErrNotFound)
@@ -115,9 +123,11 @@ func isMissing(v any) bool {
 	return ok && len(vals) > 0 && vals[0] == nil
 }
 
-// GetFresh reads one driver from its primary: for decisions that must see
-// the latest transition.
+// GetFresh reads one driver from its primary, confirmed by as many
+// replicas as a transition (see redisroute.Cmd.Acks): for decisions that
+// must see the latest transition, and must not rest on one that a
+// failover undoes, nor on a primary already replaced.
 func (s *Drivers) GetFresh(ctx context.Context, id string) (driver.Driver, error) {
-	d, _, err := s.get(ctx, id, true)
+	d, _, err := s.get(ctx, id, read{fresh: true, confirmed: true})
 	return d, err
 }

@@ -70,7 +70,7 @@ func (s *Drivers) Heartbeat(ctx context.Context, id string, loc driver.Location,
 			}
 		}
 	}
-	d, _, err := s.get(ctx, id, true)
+	d, _, err := s.get(ctx, id, read{fresh: true})
 	return d, err
 }
 

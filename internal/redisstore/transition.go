@@ -18,7 +18,7 @@ import (
 // current booking. go_online creates a driver never seen before.
 func (s *Drivers) Apply(ctx context.Context, id string, tr driver.Transition, now time.Time) (driver.Driver, error) {
 	for attempt := 0; attempt < s.cfg.CASAttempts; attempt++ {
-		d, cell, err := s.get(ctx, id, true)
+		d, cell, err := s.get(ctx, id, read{fresh: true})
 		if errors.Is(err, ErrNotFound) && tr.Event == driver.EventGoOnline {
 			d, err = driver.Driver{ID: id, Status: driver.StatusOffline}, nil
 		}

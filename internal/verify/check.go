@@ -127,6 +127,7 @@ func countsOf(h History) Counts {
 			c.FaultErrors++
 		}
 	}
+	c.ByFault = faultCounts(h)
 	return c
 }
 

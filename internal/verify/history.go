@@ -73,10 +73,15 @@ type State struct {
 
 // FaultEvent is one nemesis action.
 type FaultEvent struct {
-	Fault  string `json:"fault"`
+	Kind   string `json:"kind"`   // one of FaultNames
+	Fault  string `json:"fault"`  // the fault with its targets
 	Action string `json:"action"` // inject or heal
 	At     int64  `json:"at_ns"`  // since the run's start
 	Err    string `json:"error,omitempty"`
+	// Effect is what the fault did to the data, when it measures that
+	// (a heal's event): what a minority primary took and lost, what a
+	// restart of every node kept.
+	Effect string `json:"effect,omitempty"`
 }
 
 // Final is the state read straight from the cluster's primaries once the

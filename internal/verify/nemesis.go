@@ -18,7 +18,8 @@ import (
 // FaultNames lists the faults the nemesis knows, in the order a run
 // without --faults injects them.
 func FaultNames() []string {
-	return []string{"replica-crash", "replica-hang", "primary-crash", "primary-hang", "handshake", "instance-kill"}
+	return []string{"replica-crash", "replica-hang", "primary-crash", "primary-hang", "handshake", "instance-kill",
+		"primary-partition", "cluster-restart"}
 }
 
 // ParseFaults parses a comma-separated fault list ("all" for every one).
@@ -50,10 +51,16 @@ type nemesis struct {
 	events    []FaultEvent
 }
 
-func (n *nemesis) record(f drill.Fault, action string, err error) {
-	ev := FaultEvent{Fault: f.Name(), Action: action, At: time.Since(n.start).Nanoseconds()}
+// effecter is a fault that measures what it did to the data.
+type effecter interface{ Effect() string }
+
+func (n *nemesis) record(kind string, f drill.Fault, action string, err error) {
+	ev := FaultEvent{Kind: kind, Fault: f.Name(), Action: action, At: time.Since(n.start).Nanoseconds()}
 	if err != nil {
 		ev.Err = err.Error()
+	}
+	if e, ok := f.(effecter); ok && action == "heal" {
+		ev.Effect = e.Effect()
 	}
 	n.events = append(n.events, ev)
 }
@@ -66,15 +73,16 @@ func (n *nemesis) run(ctx context.Context) {
 		if !sleep(ctx, n.every) {
 			return
 		}
-		f, err := n.fault(ctx, n.faults[i%len(n.faults)])
+		kind := n.faults[i%len(n.faults)]
+		f, err := n.fault(ctx, kind)
 		if err != nil {
-			n.events = append(n.events, FaultEvent{Fault: n.faults[i%len(n.faults)], Action: "inject", At: time.Since(n.start).Nanoseconds(), Err: err.Error()})
+			n.events = append(n.events, FaultEvent{Kind: kind, Fault: kind, Action: "inject", At: time.Since(n.start).Nanoseconds(), Err: err.Error()})
 			continue
 		}
-		n.record(f, "inject", f.Inject(ctx))
+		n.record(kind, f, "inject", f.Inject(ctx))
 		sleep(ctx, n.hold)
 		hctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-		n.record(f, "heal", f.Heal(hctx))
+		n.record(kind, f, "heal", f.Heal(hctx))
 		cancel()
 	}
 }
@@ -83,26 +91,34 @@ func (n *nemesis) pick(nodes []*localcluster.Node) *localcluster.Node {
 	return nodes[n.rng.IntN(len(nodes))]
 }
 
-// fault builds the named fault on targets chosen now.
+// fault builds the named fault on targets chosen now: a shard at random,
+// as the cluster sees it (after a failover its primary is another node).
 func (n *nemesis) fault(ctx context.Context, name string) (drill.Fault, error) {
 	shard := n.rng.IntN(n.c.Config().Primaries)
+	primary, replicas := n.c.Primary(ctx, shard), n.c.Replicas(ctx, shard)
+	if primary == nil || len(replicas) == 0 {
+		return nil, fmt.Errorf("shard %d has no primary or no replica to fault", shard)
+	}
 	switch name {
 	case "replica-crash":
-		return drill.Crash(n.c, n.pick(n.c.Replicas(ctx, shard)), "replica"), nil
+		return drill.Crash(n.c, n.pick(replicas), "replica"), nil
 	case "replica-hang":
-		return drill.Hang(n.c, "replica "+n.c.Replicas(ctx, shard)[0].Addr, n.c.Replicas(ctx, shard)[0]), nil
+		return drill.Hang(n.c, "replica "+replicas[0].Addr, replicas[0]), nil
 	case "primary-crash":
-		return n.failover(n.c.Primary(ctx, shard), n.c.Replicas(ctx, shard)), nil
+		return n.failover(primary, replicas), nil
 	case "primary-hang":
-		p := n.c.Primary(ctx, shard)
-		return drill.Hang(n.c, "primary "+p.Addr, p), nil
+		return drill.Hang(n.c, "primary "+primary.Addr, primary), nil
 	case "handshake":
-		return n.handshake(n.pick(append(n.c.Replicas(ctx, shard), n.c.Primary(ctx, shard)))), nil
+		return n.handshake(n.pick(append(replicas, primary))), nil
 	case "instance-kill":
 		in := n.instances[n.rng.IntN(len(n.instances))]
 		return drill.FaultFunc{Label: "instance kill (SIGKILL) " + in.Name,
 			InjectFn: func(context.Context) error { return in.Kill() },
 			HealFn:   func(ctx context.Context) error { return in.Start(ctx) }}, nil
+	case "primary-partition":
+		return &partitionFault{c: n.c, n: n, primary: primary, replicas: replicas}, nil
+	case "cluster-restart":
+		return &restartFault{c: n.c}, nil
 	}
 	return nil, fmt.Errorf("unknown fault %q", name)
 }

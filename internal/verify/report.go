@@ -50,6 +50,21 @@ type Counts struct {
 	// many of its actions failed.
 	Faults      int `json:"faults"`
 	FaultErrors int `json:"fault_errors"`
+	// ByFault is, per kind of fault in the order first injected, how often
+	// it was injected, the operations begun while it lasted (inject to the
+	// end of its heal) by outcome, and what it measured of its effect.
+	ByFault []FaultCounts `json:"by_fault"`
+}
+
+// FaultCounts is one kind of fault's share of a run.
+type FaultCounts struct {
+	Kind     string   `json:"kind"`
+	Injected int      `json:"injected"`
+	Ops      int      `json:"ops"`
+	OK       int      `json:"ok"`
+	Failed   int      `json:"failed"`
+	Unknown  int      `json:"unknown"`
+	Effects  []string `json:"effects,omitempty"`
 }
 
 // PartitionResult is porcupine's verdict on one booking or driver.

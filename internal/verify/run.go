@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -43,6 +44,9 @@ type Config struct {
 	Seed uint64
 	// Dir holds the cluster, the instances' logs and the report files.
 	Dir string
+	// Persistence is what the cluster's nodes keep on disk, which decides
+	// what the cluster-restart fault loses.
+	Persistence localcluster.Persistence
 	// Progress receives a line per phase and per fault.
 	Progress io.Writer
 
@@ -54,7 +58,7 @@ type Config struct {
 func DefaultConfig() Config {
 	return Config{Instances: 2, Duration: time.Minute, Faults: FaultNames(), FaultEvery: 3 * time.Second, FaultFor: 6 * time.Second,
 		Drivers: 12, Riders: 16, Seed: 1, ReservationTTL: 3 * time.Second, AllocationTimeout: 10 * time.Second,
-		ScanEvery: 250 * time.Millisecond, ClaimHold: 3 * time.Second, Progress: io.Discard}
+		ScanEvery: 250 * time.Millisecond, ClaimHold: 3 * time.Second, Persistence: localcluster.PersistenceAOF, Progress: io.Discard}
 }
 
 // Validate reports an unusable config.
@@ -77,6 +81,9 @@ func (c Config) Validate() error {
 			errs = append(errs, err)
 		}
 	}
+	if _, err := localcluster.ParsePersistence(string(c.Persistence)); err != nil {
+		errs = append(errs, err)
+	}
 	return errors.Join(errs...)
 }
 
@@ -94,10 +101,15 @@ func Run(ctx context.Context, cfg Config) (h History, err error) {
 		return h, err
 	}
 	say := func(format string, a ...any) { fmt.Fprintf(cfg.Progress, "verify: "+format+"\n", a...) }
+	if slices.Contains(cfg.Faults, "primary-partition") {
+		if err := localcluster.CheckFirewall(ctx); err != nil {
+			return h, fmt.Errorf("the primary-partition fault cannot run here: %w (choose --faults without it)", err)
+		}
+	}
 	lc := localcluster.DefaultConfig()
-	lc.Dir, lc.NodeTimeout = cfg.Dir, 2*time.Second
+	lc.Dir, lc.NodeTimeout, lc.Persistence, lc.OwnAddrs = cfg.Dir, 2*time.Second, cfg.Persistence, true
 	lc.ExtraArgs = append(lc.ExtraArgs, "cluster-allow-reads-when-down yes")
-	say("starting a %d × %d cluster", lc.Primaries, lc.Replicas)
+	say("starting a %d × %d cluster (persistence %s)", lc.Primaries, lc.Replicas, lc.Persistence)
 	c, err := localcluster.Start(ctx, lc)
 	if err != nil {
 		return h, err

@@ -52,3 +52,13 @@ func RedisProcessesUnder(dir string) []string {
 	}
 	return out
 }
+
+// NeedFirewall fails the test when Cluster.Isolate cannot work here: like
+// a missing redis-server, a missing iptables is an install step, not a
+// reason to skip.
+func NeedFirewall(t testing.TB) {
+	t.Helper()
+	if err := localcluster.CheckFirewall(context.Background()); err != nil {
+		t.Fatalf("%v (apt-get install iptables, and run the tests as root)", err)
+	}
+}

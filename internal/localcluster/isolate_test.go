@@ -1,0 +1,72 @@
+package localcluster_test
+
+import (
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/apollo-platform/apollo/internal/localcluster"
+	"github.com/apollo-platform/apollo/internal/localcluster/clustertest"
+)
+
+func chains(t *testing.T) string {
+	t.Helper()
+	out, err := exec.Command("iptables", "-w", "-S").Output()
+	if err != nil {
+		t.Fatalf("iptables -S: %v", err)
+	}
+	return string(out)
+}
+
+// The partition of the issue: a primary cut off from every other node while
+// its clients still reach it. The majority promotes its replica; the old
+// primary, in the minority, takes a write that no replica acknowledges; once
+// the partition heals it rejoins as a replica and that write is gone.
+func TestAnIsolatedPrimaryIsReplacedAndItsMinorityWriteIsLost(t *testing.T) {
+	clustertest.NeedFirewall(t)
+	c := clustertest.Start(t, func(cfg *localcluster.Config) {
+		cfg.Replicas, cfg.NodeTimeout, cfg.OwnAddrs = 1, time.Second, true
+	})
+	ctx := ctxFor(t, 60*time.Second)
+	old, replica := c.Primary(ctx, 0), c.Replicas(ctx, 0)[0]
+	if strings.HasPrefix(old.Addr, "127.0.0.1:") || old.Addr[:strings.LastIndexByte(old.Addr, '.')] != replica.Addr[:strings.LastIndexByte(replica.Addr, '.')] {
+		t.Fatalf("nodes on %s and %s, want addresses of their own on one /24", old.Addr, replica.Addr)
+	}
+	key := keyOnShard(t, ctx, c, 0)
+
+	if err := c.Isolate(ctx, old); err != nil {
+		t.Fatal(err)
+	}
+	cl := old.Client()
+	defer cl.Close()
+	if err := cl.Set(ctx, key, "minority", 0).Err(); err != nil {
+		t.Fatalf("the isolated primary refused a write at once: %v", err)
+	}
+	if n, err := cl.Do(ctx, "WAIT", 1, 300).Int(); err != nil || n != 0 {
+		t.Fatalf("WAIT on the isolated primary = %d, %v; want no replica to acknowledge", n, err)
+	}
+	if err := c.WaitRole(ctx, replica, "primary"); err != nil {
+		t.Fatalf("the majority did not promote the replica: %v", err)
+	}
+	if err := c.Rejoin(ctx, old); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.WaitRole(ctx, old, "replica"); err != nil {
+		t.Fatalf("the old primary did not rejoin as a replica: %v", err)
+	}
+	if err := c.WaitHealthy(ctx); err != nil {
+		t.Fatal(err)
+	}
+	nc := replica.Client()
+	defer nc.Close()
+	if got, err := nc.Get(ctx, key).Result(); err == nil {
+		t.Fatalf("the new primary has %s = %q; the minority write should be lost", key, got)
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if s := chains(t); strings.Contains(s, "APOLLO-") {
+		t.Fatalf("Close left firewall rules behind:\n%s", s)
+	}
+}
