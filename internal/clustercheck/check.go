@@ -196,6 +196,7 @@ func probe(ctx context.Context, opts Options, n *Node, all []Node) {
 	// A MOVED answer is an answer: the node is alive and routing.
 	n.Reachable = true
 	n.ProbeMs = float64(time.Since(start).Microseconds()) / 1000
+	n.Persistence = readPersistence(ctx, c)
 	if n.Role != "replica" {
 		return
 	}

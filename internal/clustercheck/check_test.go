@@ -16,6 +16,7 @@ import (
 func TestCheckHealthyClusterThenAKilledReplica(t *testing.T) {
 	c := clustertest.Start(t, func(cfg *localcluster.Config) {
 		cfg.ExtraArgs = []string{"cluster-allow-reads-when-down yes"}
+		cfg.Persistence = localcluster.PersistenceAOF
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -68,7 +69,7 @@ func TestCheckFlagsRiskySettings(t *testing.T) {
 	for _, f := range rep.Findings {
 		codes[f.Code] = true
 	}
-	for _, want := range []string{"few_replicas", "node_timeout", "reads_when_down", "read_policy"} {
+	for _, want := range []string{"few_replicas", "node_timeout", "reads_when_down", "read_policy", "persistence_none"} {
 		if !codes[want] {
 			t.Errorf("finding %s missing: %+v", want, rep.Findings)
 		}
@@ -86,6 +87,7 @@ func TestCheckReportsRefusedCredentialsAndACLDifferences(t *testing.T) {
 	c := clustertest.Start(t, func(cfg *localcluster.Config) {
 		cfg.User, cfg.Password = "apollo", "s3cret"
 		cfg.ExtraArgs = []string{"cluster-allow-reads-when-down yes"}
+		cfg.Persistence = localcluster.PersistenceAOF
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

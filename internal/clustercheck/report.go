@@ -58,6 +58,9 @@ type Node struct {
 	// ACLUser is ACL GETUSER of Apollo's user, on one line (password hashes
 	// shortened); empty when the user may not run it.
 	ACLUser string `json:"acl_user,omitempty"`
+	// Persistence is the node's appendonly, appendfsync and save settings;
+	// nil when CONFIG GET is not allowed.
+	Persistence *Persistence `json:"persistence,omitempty"`
 }
 
 // Shard is a primary and its replicas.

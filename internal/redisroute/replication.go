@@ -242,6 +242,13 @@ func (r *Router) checkReplication() {
 		reps := make([]*replication, len(s.replicas))
 		for i, x := range s.replicas {
 			addrs[i], reps[i] = x.addr, infos[x]
+			if reps[i] != nil && reps[i].primary {
+				// Promoted while the shard's old primary may still answer
+				// (cut off from the cluster, not from us): it would take
+				// writes and answer reads the failover undoes until the next
+				// periodic refresh. The topology follows now.
+				r.requestRefresh("a replica reports it is a primary")
+			}
 		}
 		for i, v := range judgeShard(s.primary.addr, p, addrs, reps, r.cfg.MaxReplicaLag) {
 			r.setBehind(s.replicas[i], v)

@@ -30,7 +30,7 @@ func (s *Drivers) Apply(ctx context.Context, id string, tr driver.Transition, no
 		}
 		next, err := driver.Apply(d, tr, now)
 		if err != nil {
-			return d, err
+			return d, s.confirmRefusal(ctx, d, err)
 		}
 		if tr.Event == driver.EventReserve {
 			// Indexed before it is made, so that no reservation exists that
@@ -50,6 +50,29 @@ func (s *Drivers) Apply(ctx context.Context, id string, tr driver.Transition, no
 		}
 	}
 	return driver.Driver{}, fmt.Errorf("driver %s: %w", id, ErrConflict)
+}
+
+// confirmRefusal returns the domain's refusal of an event only if the
+// state it refused on is confirmed (see redisroute.Cmd.Acks): read without
+// confirmation, it may be a transition a failover is about to undo, or the
+// state on a primary already replaced, and "illegal" would then be a
+// wrong answer, not an unknown one. A refusal of the input itself needs no
+// confirmation; a state that changed meanwhile is a conflict to retry.
+func (s *Drivers) confirmRefusal(ctx context.Context, d driver.Driver, refusal error) error {
+	if s.cfg.Acks == 0 || errors.Is(refusal, driver.ErrInvalidArgument) || errors.Is(refusal, driver.ErrInvalidServices) {
+		return refusal
+	}
+	c, _, err := s.get(ctx, d.ID, read{fresh: true, confirmed: true})
+	if errors.Is(err, ErrNotFound) && d.Version == 0 {
+		return refusal
+	}
+	if err != nil {
+		return err
+	}
+	if c.Version != d.Version {
+		return fmt.Errorf("driver %s: %w", d.ID, ErrConflict)
+	}
+	return refusal
 }
 
 func (s *Drivers) compareAndSet(ctx context.Context, old, next driver.Driver) (bool, error) {

@@ -1,0 +1,89 @@
+package clustercheck
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Persistence is what a node keeps on disk.
+type Persistence struct {
+	AppendOnly  string `json:"appendonly"`
+	AppendFsync string `json:"appendfsync"`
+	Save        string `json:"save"`
+}
+
+func readPersistence(ctx context.Context, c *redis.Client) *Persistence {
+	p := &Persistence{}
+	for name, into := range map[string]*string{"appendonly": &p.AppendOnly, "appendfsync": &p.AppendFsync, "save": &p.Save} {
+		v, err := c.ConfigGet(ctx, name).Result()
+		if err != nil {
+			return nil
+		}
+		*into = v[name]
+	}
+	if p.AppendOnly == "" {
+		return nil
+	}
+	return p
+}
+
+// persistenceFinding is what a setting means for Apollo's bookings, or ""
+// when it keeps every confirmed one through a restart of every node.
+func persistenceFinding(p Persistence) (Severity, string, string) {
+	switch {
+	case p.AppendOnly != "yes" && strings.TrimSpace(p.Save) == "":
+		return Warning, "persistence_none", "nothing is persisted (appendonly no, no save points): if every node of a shard restarts at once (a power cut, a Redis upgrade done all at once), every booking and reservation on it is gone, confirmed ones included. Set appendonly yes (appendfsync everysec)"
+	case p.AppendOnly != "yes":
+		return Warning, "persistence_snapshots_only", fmt.Sprintf("only RDB snapshots (save %q): a restart of every node of a shard loses what changed since its last snapshot, confirmed bookings included. Set appendonly yes (appendfsync everysec)", p.Save)
+	case p.AppendFsync == "no":
+		return Warning, "persistence_fsync_no", "appendfsync no: a process crash loses nothing, but a power cut of every host of a shard loses what the kernel had not yet written (tens of seconds). appendfsync everysec bounds it to a second"
+	case p.AppendFsync == "everysec":
+		return Info, "persistence_everysec", "appendonly yes, appendfsync everysec: a crash of every Redis process keeps every confirmed booking (the write reached the kernel before the reply); a power cut of every host of a shard at once can lose the last second"
+	}
+	return Info, "", ""
+}
+
+// persistenceFindings groups the nodes by what their setting means: one
+// finding per meaning, naming the nodes, the worst first. Nodes whose
+// settings could not be read are named in an Info finding.
+func persistenceFindings(nodes []Node) []Finding {
+	byCode := map[string]*Finding{}
+	var unread []string
+	for _, n := range nodes {
+		if !n.Reachable {
+			continue
+		}
+		if n.Persistence == nil {
+			unread = append(unread, n.Addr)
+			continue
+		}
+		sev, code, msg := persistenceFinding(*n.Persistence)
+		if code == "" {
+			continue
+		}
+		f, ok := byCode[code]
+		if !ok {
+			f = &Finding{Severity: sev, Code: code, Message: msg}
+			byCode[code] = f
+		}
+		f.Node = strings.TrimPrefix(f.Node+", "+n.Addr, ", ")
+	}
+	var out []Finding
+	for _, f := range byCode {
+		f.Message = fmt.Sprintf("%s (on %s)", f.Message, f.Node)
+		f.Node = ""
+		out = append(out, *f)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		return out[i].Severity > out[j].Severity || out[i].Severity == out[j].Severity && out[i].Code < out[j].Code
+	})
+	if len(unread) > 0 {
+		out = append(out, Finding{Severity: Info, Code: "persistence_unknown",
+			Message: "CONFIG GET is not allowed, so persistence is not known on " + strings.Join(unread, ", ") + "; without appendonly yes a restart of every node of a shard loses its bookings"})
+	}
+	return out
+}

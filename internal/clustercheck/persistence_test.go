@@ -1,0 +1,43 @@
+package clustercheck
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestPersistenceFindingsSayWhatARestartOfEveryNodeLoses(t *testing.T) {
+	node := func(addr string, p *Persistence) Node { return Node{Addr: addr, Reachable: true, Persistence: p} }
+	none := &Persistence{AppendOnly: "no", Save: ""}
+	rdb := &Persistence{AppendOnly: "no", Save: "3600 1 300 100"}
+	everysec := &Persistence{AppendOnly: "yes", AppendFsync: "everysec", Save: ""}
+	always := &Persistence{AppendOnly: "yes", AppendFsync: "always"}
+	for _, tc := range []struct {
+		name  string
+		nodes []Node
+		want  []string // code: node list in the message
+	}{
+		{"every node without persistence: one warning naming them", []Node{node("a", none), node("b", none)},
+			[]string{"persistence_none:on a, b"}},
+		{"snapshots only", []Node{node("a", rdb)}, []string{`persistence_snapshots_only:save "3600 1 300 100"`}},
+		{"aof everysec is said, not warned", []Node{node("a", everysec)}, []string{"persistence_everysec:last second"}},
+		{"aof always: nothing to say", []Node{node("a", always)}, nil},
+		{"mixed: the worst first, then the unknown", []Node{node("a", everysec), node("b", none), node("c", nil), {Addr: "d"}},
+			[]string{"persistence_none:on b", "persistence_everysec:on a", "persistence_unknown:c"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := persistenceFindings(tc.nodes)
+			if len(got) != len(tc.want) {
+				t.Fatalf("got %d findings %+v, want %v", len(got), got, tc.want)
+			}
+			for i, w := range tc.want {
+				code, says, _ := strings.Cut(w, ":")
+				if got[i].Code != code || !strings.Contains(got[i].Message, says) {
+					t.Errorf("finding %d = %s %q, want %s saying %q", i, got[i].Code, got[i].Message, code, says)
+				}
+			}
+			if len(got) > 0 && got[0].Code == "persistence_none" && got[0].Severity != Warning {
+				t.Errorf("no persistence is a %v, want a warning", got[0].Severity)
+			}
+		})
+	}
+}
