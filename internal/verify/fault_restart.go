@@ -21,7 +21,9 @@ type restartFault struct {
 	effect string
 }
 
-func (r *restartFault) Name() string { return "every node killed and restarted from its data directory" }
+func (r *restartFault) Name() string {
+	return "every node killed and restarted from its data directory"
+}
 
 func (r *restartFault) Inject(ctx context.Context) error {
 	r.before, _ = r.keys(ctx)
