@@ -6,7 +6,7 @@ BIN     := bin/apollo
 # keeps timing-sensitive resilience tests honest on a 2-core machine.
 TESTFLAGS ?= -race -count=1 -p 1 -timeout 20m
 
-.PHONY: all build test demo redis fmt-check vet bench drill spike spike-rounds verify clean
+.PHONY: all build test demo redis iptables fmt-check vet bench drill spike spike-rounds verify clean
 
 all: build
 
@@ -24,6 +24,16 @@ redis:
 	} || { echo "could not install redis-server: install it yourself (apt-get install redis-server redis-tools) and re-run"; exit 1; }
 	@command -v redis-server >/dev/null 2>&1 || { echo "redis-server still not on PATH"; exit 1; }
 
+# The partition tests and verify's primary-partition fault cut their own
+# clusters' loopback addresses apart with iptables (as root).
+iptables:
+	@command -v iptables >/dev/null 2>&1 || PATH="$$PATH:/usr/sbin:/sbin" command -v iptables >/dev/null 2>&1 || { \
+	  echo "iptables is not installed; installing it with apt-get..."; \
+	  SUDO=; [ "$$(id -u)" -eq 0 ] || SUDO=sudo; \
+	  $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
+	  $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq iptables >/dev/null; \
+	} || { echo "could not install iptables: install it yourself (apt-get install iptables) and re-run"; exit 1; }
+
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	if [ -n "$$out" ]; then echo "gofmt needed on:"; echo "$$out"; exit 1; fi
@@ -31,7 +41,7 @@ fmt-check:
 vet:
 	$(GO) vet ./...
 
-test: redis fmt-check vet
+test: redis iptables fmt-check vet
 	$(GO) test $(TESTFLAGS) ./...
 
 # Throughput, Apollo next to go-redis v9 in the same run (figures in the README).
@@ -54,7 +64,7 @@ spike-rounds: redis build
 
 # The guarantees checked from recorded histories under every fault, on one
 # and on two instances, five minutes each (about 13 minutes in all).
-verify: redis build
+verify: redis iptables build
 	./$(BIN) verify --instances 1 --duration 5m --json verify-1.json
 	./$(BIN) verify --instances 2 --duration 5m --json verify-2.json
 

@@ -6,9 +6,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/apollo-platform/apollo/internal/localcluster"
 	"github.com/apollo-platform/apollo/internal/localcluster/clustertest"
 	"github.com/apollo-platform/apollo/internal/verify"
 )
@@ -20,14 +22,11 @@ func TestAShortVerifyRunOfThisBuildFindsNoViolation(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a verify run takes about a minute")
 	}
+	clustertest.NeedFirewall(t)
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "apollo")
-	if out, err := exec.Command("go", "build", "-o", bin, "github.com/apollo-platform/apollo/cmd/apollo").CombinedOutput(); err != nil {
-		t.Fatalf("build apollo: %v\n%s", err, out)
-	}
 	cfg := verify.DefaultConfig()
-	cfg.Bin, cfg.Dir, cfg.Duration = bin, dir, 30*time.Second
-	cfg.Faults = []string{"handshake", "primary-crash", "instance-kill", "replica-hang"}
+	cfg.Bin, cfg.Dir, cfg.Duration = buildApollo(t, dir), dir, 40*time.Second
+	cfg.Faults = []string{"handshake", "primary-partition", "instance-kill", "cluster-restart"}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	h, err := verify.Run(ctx, cfg)
@@ -60,4 +59,46 @@ func TestAShortVerifyRunOfThisBuildFindsNoViolation(t *testing.T) {
 	if c.Bookings < 50 || c.Faults < 2 || c.ByOutcome[verify.OK] < 1000 {
 		t.Errorf("the run did too little to mean anything: %d bookings, %d faults, %d ok operations", c.Bookings, c.Faults, c.ByOutcome[verify.OK])
 	}
+}
+
+func buildApollo(t *testing.T, dir string) string {
+	t.Helper()
+	bin := filepath.Join(dir, "apollo")
+	if out, err := exec.Command("go", "build", "-o", bin, "github.com/apollo-platform/apollo/cmd/apollo").CombinedOutput(); err != nil {
+		t.Fatalf("build apollo: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// The checker catches a loss when there is one: without persistence, a
+// restart of every node loses every booking, and the bookings answered 201
+// before it are reported lost.
+func TestAVerifyRunWithoutPersistenceReportsTheBookingsARestartLost(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a verify run takes about a minute")
+	}
+	dir := t.TempDir()
+	cfg := verify.DefaultConfig()
+	cfg.Bin, cfg.Dir, cfg.Duration, cfg.Instances = buildApollo(t, dir), dir, 15*time.Second, 1
+	cfg.Faults, cfg.Persistence = []string{"cluster-restart"}, localcluster.PersistenceNone
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	h, err := verify.Run(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep := verify.Check(h, verify.Options{PartitionTimeout: 90 * time.Second})
+	lost := 0
+	for _, v := range rep.Violations {
+		if v.Code == "created_lost" {
+			lost++
+		}
+	}
+	if lost == 0 || rep.Verdict != verify.Fail {
+		t.Fatalf("verdict %s with %d created_lost; want the bookings created before the restart reported lost (violations %+v)", rep.Verdict, lost, rep.Violations)
+	}
+	if fc := rep.Counts.ByFault; len(fc) != 1 || len(fc[0].Effects) == 0 || !strings.Contains(fc[0].Effects[0], "persistence none") {
+		t.Errorf("fault counts %+v, want the restart's effect", fc)
+	}
+	t.Logf("%d bookings answered 201 reported lost; %s", lost, rep.Counts.ByFault[0].Effects[0])
 }
