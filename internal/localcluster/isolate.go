@@ -139,7 +139,11 @@ func removeStaleChains(ctx context.Context) {
 func iptables(ctx context.Context, args ...string) (string, error) {
 	bin, err := exec.LookPath("iptables")
 	if err != nil {
-		return "", err
+		// Not on PATH for users other than root; where Debian puts it.
+		if _, serr := os.Stat("/usr/sbin/iptables"); serr != nil {
+			return "", err
+		}
+		bin = "/usr/sbin/iptables"
 	}
 	var stderr bytes.Buffer
 	cmd := exec.CommandContext(ctx, bin, append([]string{"-w"}, args...)...)
