@@ -54,6 +54,10 @@ func runVerify(ctx context.Context, e env, args []string) error {
 	fs.IntVar(&cfg.Drivers, "drivers", cfg.Drivers, "drivers in the workload (all near one pickup, so bookings compete)")
 	fs.IntVar(&cfg.Riders, "riders", cfg.Riders, "riders in the workload")
 	fs.Uint64Var(&cfg.Seed, "seed", cfg.Seed, "seed of the workload's and the nemesis's choices")
+	fs.Func("redis-conf", `a redis.conf line added to every node, e.g. "min-replicas-to-write 1" (repeatable)`, func(v string) error {
+		cfg.RedisConf = append(cfg.RedisConf, v)
+		return nil
+	})
 	fs.Func("persistence", "what the nodes keep on disk: none, rdb, aof (everysec) or aof-always (default aof); cluster-restart loses the rest", func(v string) error {
 		p, err := localcluster.ParsePersistence(v)
 		cfg.Persistence = p

@@ -47,6 +47,9 @@ type Config struct {
 	// Persistence is what the cluster's nodes keep on disk, which decides
 	// what the cluster-restart fault loses.
 	Persistence localcluster.Persistence
+	// RedisConf are redis.conf lines ("directive value") added to every
+	// node's configuration, to see what a setting changes under the faults.
+	RedisConf []string
 	// Progress receives a line per phase and per fault.
 	Progress io.Writer
 
@@ -108,7 +111,7 @@ func Run(ctx context.Context, cfg Config) (h History, err error) {
 	}
 	lc := localcluster.DefaultConfig()
 	lc.Dir, lc.NodeTimeout, lc.Persistence, lc.OwnAddrs = cfg.Dir, 2*time.Second, cfg.Persistence, true
-	lc.ExtraArgs = append(lc.ExtraArgs, "cluster-allow-reads-when-down yes")
+	lc.ExtraArgs = append(append(lc.ExtraArgs, "cluster-allow-reads-when-down yes"), cfg.RedisConf...)
 	say("starting a %d × %d cluster (persistence %s)", lc.Primaries, lc.Replicas, lc.Persistence)
 	c, err := localcluster.Start(ctx, lc)
 	if err != nil {
