@@ -194,10 +194,11 @@ func (c *Cluster) Close() error {
 		return nil
 	}
 	c.closed = true
+	chain := c.chain
 	c.mu.Unlock()
 	var errs []error
-	if c.chain != "" {
-		errs = append(errs, removeChain(context.Background(), c.chain))
+	if chain != "" {
+		errs = append(errs, removeChain(context.Background(), chain))
 	}
 	for _, n := range c.nodes {
 		errs = append(errs, n.Kill())

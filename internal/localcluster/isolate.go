@@ -57,12 +57,22 @@ func (c *Cluster) Rejoin(ctx context.Context, n *Node) error {
 	}
 	var errs []error
 	for _, r := range c.isolationRules(n) {
-		// -C first: deleting a rule that is not there is an error.
-		if _, err := iptables(ctx, append([]string{"-C", chain}, r...)...); err != nil {
-			continue
-		}
-		if _, err := iptables(ctx, append([]string{"-D", chain}, r...)...); err != nil {
-			errs = append(errs, err)
+		// Every copy (Isolate twice adds two). -C first: deleting a rule
+		// that is not there is an error; -C exits 1 for "not there", and
+		// anything else is a failure to report, not a rule gone.
+		for {
+			_, err := iptables(ctx, append([]string{"-C", chain}, r...)...)
+			var exit *exec.ExitError
+			if errors.As(err, &exit) && exit.ExitCode() == 1 {
+				break
+			}
+			if err == nil {
+				_, err = iptables(ctx, append([]string{"-D", chain}, r...)...)
+			}
+			if err != nil {
+				errs = append(errs, err)
+				break
+			}
 		}
 	}
 	return errors.Join(errs...)
@@ -86,6 +96,9 @@ func (c *Cluster) isolationRules(n *Node) [][]string {
 func (c *Cluster) ensureChain(ctx context.Context) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.closed {
+		return ErrClosed
+	}
 	if c.chain != "" {
 		return nil
 	}

@@ -30,19 +30,24 @@ type attempt struct {
 // the call only after the attempt is reported on the call's event channel.
 func (r *Router) send(ctx context.Context, a *attempt, cmds []Cmd) {
 	var wire []redis.Cmder
-	if a.asking {
-		wire = append(wire, redis.NewStatusCmd(ctx, "asking"))
+	// ASKING lets only the next command in: one before each.
+	asking := func() {
+		if a.asking {
+			wire = append(wire, redis.NewStatusCmd(ctx, "asking"))
+		}
 	}
 	a.replies = make([]redis.Cmder, len(a.idx))
 	for k, i := range a.idx {
 		c := redis.NewCmd(ctx, cmds[i].Args...)
 		a.replies[k] = c
+		asking()
 		wire = append(wire, c)
 	}
 	var fence *redis.StatusCmd
 	if k := confirmedRead(a.idx, cmds); k >= 0 {
 		// After the reads, so that WAIT's offset covers what they saw.
 		fence = redis.NewStatusCmd(ctx, "set", r.fenceKey(Slot(cmds[k].Key)), "1")
+		asking()
 		wire = append(wire, fence)
 	}
 	var wait *redis.IntCmd

@@ -356,6 +356,17 @@ func (c *call) onDone(a *attempt) {
 		// the primary to come back (or be replaced) instead of retrying at
 		// once on a node it may not use.
 		primaryOnly := write || c.cmds[i].Fresh
+		if cl == classOK && !write && c.cmds[i].Acks > 0 && a.fenceErr != nil {
+			// The fence of a confirmed read was redirected or not served:
+			// the node answered a read of a slot it no longer serves (a
+			// demoted primary, a migrated slot), so the read goes where
+			// the fence was sent.
+			switch fc := classify(a.fenceErr); fc {
+			case classMoved, classAsk, classTryAgain, classClusterDn, classNotServed:
+				cl, err = fc, a.fenceErr
+				st.lastErr = fmt.Errorf("%s: fence: %w", a.node.addr, err)
+			}
+		}
 		switch cl {
 		case classOK:
 			res := Result{Val: value(a.replies[k]), Node: a.node.addr, Via: a.via}

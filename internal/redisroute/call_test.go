@@ -305,3 +305,27 @@ type oom struct{}
 
 func (oom) Error() string { return "OOM command not allowed when used memory > 'maxmemory'." }
 func (oom) RedisError()   {}
+
+// A fence answered MOVED means the node answered a read of a slot it no
+// longer serves (a primary demoted under us): the read follows the
+// redirect, with its fence, instead of failing or standing.
+func TestAConfirmedReadWhoseFenceIsMovedFollowsTheRedirect(t *testing.T) {
+	var wire []string
+	key := ""
+	moved := func(call int, cmds []redis.Cmder) error { return nil }
+	c := newFakeCluster(t, shard3(func(call int, cmds []redis.Cmder) error { return moved(call, cmds) }, answer("a:1", 2), answer("b:1", 2)))
+	key = c.key(0)
+	moved = recordWire("p:1", 2, redis.Error(movedTo{Slot(key), "a:1"}), &wire)
+	r := c.r.Exec(longCtx(t), []Cmd{{Args: []any{"GET", key}, Key: key, Fresh: true, Acks: 1}})[0]
+	if r.Err != nil || r.Node != "a:1" || r.Val != "GET@a:1" {
+		t.Fatalf("got %+v, want the answer of the node the fence was moved to", r)
+	}
+}
+
+type movedTo struct {
+	slot int
+	addr string
+}
+
+func (m movedTo) Error() string { return fmt.Sprintf("MOVED %d %s", m.slot, m.addr) }
+func (movedTo) RedisError()     {}

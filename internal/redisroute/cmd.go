@@ -28,9 +28,12 @@ type Cmd struct {
 	// same connection, the router writes a fence key of the read's slot and
 	// WAITs for it, so the replicas that acknowledge the fence hold
 	// everything the read saw; fewer gives ErrReadUnconfirmed. A primary cut
-	// off from its replicas (the minority side of a partition, about to be
-	// replaced) cannot confirm a read, so a confirmed read never returns a
-	// write that a failover then undoes, nor misses one the new primary took.
+	// off from its replicas (alone on the minority side of a partition,
+	// about to be replaced) cannot confirm a read, so such a read never
+	// returns a write that the failover then undoes, nor misses one the new
+	// primary took. WAIT proves what the node's replicas hold, not that the
+	// node is still the primary: with Acks 1 and two replicas, a minority
+	// that keeps the primary and one replica can still confirm reads.
 	Acks int
 }
 

@@ -30,7 +30,11 @@ func (s *Drivers) Apply(ctx context.Context, id string, tr driver.Transition, no
 		}
 		next, err := driver.Apply(d, tr, now)
 		if err != nil {
-			return d, s.confirmRefusal(ctx, d, err)
+			err = s.confirmRefusal(ctx, d, tr, err)
+			if errors.Is(err, errRefusedOnStale) {
+				continue // the state moved on: decide again on the new one
+			}
+			return d, err
 		}
 		if tr.Event == driver.EventReserve {
 			// Indexed before it is made, so that no reservation exists that
@@ -57,9 +61,12 @@ func (s *Drivers) Apply(ctx context.Context, id string, tr driver.Transition, no
 // confirmation, it may be a transition a failover is about to undo, or the
 // state on a primary already replaced, and "illegal" would then be a
 // wrong answer, not an unknown one. A refusal of the input itself needs no
-// confirmation; a state that changed meanwhile is a conflict to retry.
-func (s *Drivers) confirmRefusal(ctx context.Context, d driver.Driver, refusal error) error {
-	if s.cfg.Acks == 0 || errors.Is(refusal, driver.ErrInvalidArgument) || errors.Is(refusal, driver.ErrInvalidServices) {
+// confirmation, nor a refused reservation (refusing to reserve is always
+// safe, and the allocation moves on to the next driver); a state that
+// changed meanwhile is errRefusedOnStale, to decide again.
+func (s *Drivers) confirmRefusal(ctx context.Context, d driver.Driver, tr driver.Transition, refusal error) error {
+	if s.cfg.Acks == 0 || tr.Event == driver.EventReserve ||
+		errors.Is(refusal, driver.ErrInvalidArgument) || errors.Is(refusal, driver.ErrInvalidServices) {
 		return refusal
 	}
 	c, _, err := s.get(ctx, d.ID, read{fresh: true, confirmed: true})
@@ -70,10 +77,14 @@ func (s *Drivers) confirmRefusal(ctx context.Context, d driver.Driver, refusal e
 		return err
 	}
 	if c.Version != d.Version {
-		return fmt.Errorf("driver %s: %w", d.ID, ErrConflict)
+		return errRefusedOnStale
 	}
 	return refusal
 }
+
+// errRefusedOnStale: a refusal was decided on a state a confirmed read
+// shows has moved on.
+var errRefusedOnStale = errors.New("refused on a state that has moved on")
 
 func (s *Drivers) compareAndSet(ctx context.Context, old, next driver.Driver) (bool, error) {
 	cmd := s.cas.cmd(driverKey(old.ID), append([]any{old.Version, s.cfg.DriverTTL.Milliseconds()}, stateFields(next)...)...)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/apollo-platform/apollo/internal/localcluster"
 )
@@ -37,13 +38,19 @@ func (p *partitionFault) Inject(ctx context.Context) error {
 }
 
 func (p *partitionFault) Heal(ctx context.Context) error {
-	errPromote := p.n.waitPromoted(ctx, p.replicas)
+	// Promotion gets part of the heal's time, so that the partition is
+	// always healed within it, promoted or not.
+	pctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	errPromote := p.n.waitPromoted(pctx, p.replicas)
+	cancel()
 	after, errChanges := changesOf(ctx, p.primary)
-	if err := p.c.Rejoin(ctx, p.primary); err != nil {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	if err := p.c.Rejoin(rctx, p.primary); err != nil {
 		return errors.Join(errPromote, err)
 	}
 	if errPromote == nil && errChanges == nil {
-		p.effect = fmt.Sprintf("the minority primary took %s while partitioned; none reached a replica, and all were dropped when it rejoined as a replica",
+		p.effect = fmt.Sprintf("the minority primary took %s while partitioned (confirmed reads' fence writes among them); none reached a replica, and all were dropped when it rejoined as a replica",
 			after.since(p.before))
 	}
 	errRole := p.c.WaitRole(ctx, p.primary, "replica")
@@ -61,9 +68,9 @@ type changes struct {
 
 func (c changes) since(before changes) string {
 	if c.lastSave != before.lastSave {
-		return "an unknown number of writes (a snapshot reset the count)"
+		return "an unknown number of changes (a snapshot reset the count)"
 	}
-	return strconv.FormatInt(c.n-before.n, 10) + " writes"
+	return strconv.FormatInt(c.n-before.n, 10) + " changes"
 }
 
 func changesOf(ctx context.Context, node *localcluster.Node) (changes, error) {

@@ -95,6 +95,15 @@ func (n *nemesis) pick(nodes []*localcluster.Node) *localcluster.Node {
 // as the cluster sees it (after a failover its primary is another node).
 func (n *nemesis) fault(ctx context.Context, name string) (drill.Fault, error) {
 	shard := n.rng.IntN(n.c.Config().Primaries)
+	switch name {
+	case "instance-kill":
+		in := n.instances[n.rng.IntN(len(n.instances))]
+		return drill.FaultFunc{Label: "instance kill (SIGKILL) " + in.Name,
+			InjectFn: func(context.Context) error { return in.Kill() },
+			HealFn:   func(ctx context.Context) error { return in.Start(ctx) }}, nil
+	case "cluster-restart":
+		return &restartFault{c: n.c}, nil
+	}
 	primary, replicas := n.c.Primary(ctx, shard), n.c.Replicas(ctx, shard)
 	if primary == nil || len(replicas) == 0 {
 		return nil, fmt.Errorf("shard %d has no primary or no replica to fault", shard)
@@ -110,15 +119,8 @@ func (n *nemesis) fault(ctx context.Context, name string) (drill.Fault, error) {
 		return drill.Hang(n.c, "primary "+primary.Addr, primary), nil
 	case "handshake":
 		return n.handshake(n.pick(append(replicas, primary))), nil
-	case "instance-kill":
-		in := n.instances[n.rng.IntN(len(n.instances))]
-		return drill.FaultFunc{Label: "instance kill (SIGKILL) " + in.Name,
-			InjectFn: func(context.Context) error { return in.Kill() },
-			HealFn:   func(ctx context.Context) error { return in.Start(ctx) }}, nil
 	case "primary-partition":
 		return &partitionFault{c: n.c, n: n, primary: primary, replicas: replicas}, nil
-	case "cluster-restart":
-		return &restartFault{c: n.c}, nil
 	}
 	return nil, fmt.Errorf("unknown fault %q", name)
 }
