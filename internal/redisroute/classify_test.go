@@ -74,6 +74,12 @@ func TestClassifyEveryRedisErrorClass(t *testing.T) {
 			return replyErr(t, "-TRYAGAIN Multiple keys request during rehashing of slot")
 		}, classTryAgain},
 		{"CLUSTERDOWN", func(t *testing.T) error { return replyErr(t, "-CLUSTERDOWN The cluster is down") }, classClusterDn},
+		{"NOREPLICAS (min-replicas-to-write not met)", func(t *testing.T) error {
+			return replyErr(t, "-NOREPLICAS Not enough good replicas to write. script: 12f27dc052d1e7d097aa4e6e9ef162245e21fe77, on @user_script:3.")
+		}, classClusterDn},
+		{"a script's write while the cluster is down", func(t *testing.T) error {
+			return replyErr(t, "-ERR Script attempted to execute a write command while the cluster is down and readonly script: 23b97b594c8ddbf39d069027e0210d5734dcf69a, on @user_script:9.")
+		}, classClusterDn},
 		{"MASTERDOWN", func(t *testing.T) error {
 			return replyErr(t, "-MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'.")
 		}, classClusterDn},

@@ -70,7 +70,7 @@ func classify(err error) class {
 	switch {
 	case redis.IsTryAgainError(err):
 		return classTryAgain
-	case redis.IsClusterDownError(err), redis.IsMasterDownError(err):
+	case redis.IsClusterDownError(err), redis.IsMasterDownError(err), isWriteRefused(err):
 		return classClusterDn
 	case redis.IsReadOnlyError(err), redis.IsLoadingError(err):
 		return classNotServed
@@ -103,6 +103,20 @@ func isRefusal(err error) bool {
 	// AUTH sent to a node that has no password, and Redis < 6's wording.
 	msg := rerr.Error()
 	return strings.HasPrefix(msg, "ERR AUTH") || strings.HasPrefix(msg, "ERR invalid password") || strings.HasPrefix(msg, "ERR Client sent AUTH")
+}
+
+// isWriteRefused reports the refusals of a primary that will take no write
+// now, raised before the command (or a script's first write) ran:
+// min-replicas-to-write not met (NOREPLICAS), or a script's write while
+// the cluster is down (which Redis words as ERR, not CLUSTERDOWN). Like
+// CLUSTERDOWN, the call backs off and routes again.
+func isWriteRefused(err error) bool {
+	var rerr redis.Error
+	if !errors.As(err, &rerr) {
+		return false
+	}
+	msg := rerr.Error()
+	return strings.HasPrefix(msg, "NOREPLICAS ") || strings.Contains(msg, "write command while the cluster is down")
 }
 
 // isUnsent reports errors raised before a request could have been written.
