@@ -39,6 +39,10 @@ type App struct {
 	apiLn    net.Listener
 	adminLn  net.Listener
 	draining atomic.Bool
+	// stopping is closed when the API server begins its shutdown: it ends
+	// the long polls, which would otherwise hold the shutdown up to 30 s.
+	stopping chan struct{}
+	stopOnce sync.Once
 }
 
 // New connects to Redis and wires the service; nothing listens until Run.
@@ -46,7 +50,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, opts ...Option) (*Ap
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("invalid config: %w", err)
 	}
-	a := &App{cfg: cfg, log: log, reg: prometheus.NewRegistry()}
+	a := &App{cfg: cfg, log: log, reg: prometheus.NewRegistry(), stopping: make(chan struct{})}
 	a.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	var err error
 	if a.router, err = redisroute.New(ctx, cfg.Redis, a.reg, log.With("component", "redisroute")); err != nil {
@@ -62,7 +66,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, opts ...Option) (*Ap
 		return nil, err
 	}
 	handler, err := httpapi.New(cfg.API, httpapi.Deps{Drivers: a.DriverAPI(), Bookings: a.bookings,
-		Rules: cfg.Rules, Now: time.Now, Log: log.With("component", "http"), Registerer: a.reg})
+		Rules: cfg.Rules, Now: time.Now, Log: log.With("component", "http"), Registerer: a.reg, Stopping: a.stopping})
 	if err != nil {
 		a.router.Close()
 		return nil, err
@@ -176,6 +180,7 @@ func (a *App) Serve(ctx context.Context) error {
 	}
 	sctx, cancel := context.WithTimeout(context.Background(), a.cfg.ShutdownTimeout)
 	defer cancel()
+	a.stopOnce.Do(func() { close(a.stopping) })
 	err := errors.Join(serveErr, a.api.Shutdown(sctx), a.admin.Shutdown(sctx))
 	wg.Wait()
 	a.stopBackground()

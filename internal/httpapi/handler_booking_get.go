@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"context"
-	"errors"
 	"net/http"
 	"strconv"
 	"time"
@@ -87,10 +86,21 @@ func (a *api) longPoll(ctx context.Context, id string, wq waitQuery) (booking.Bo
 	}
 	wctx, cancel := context.WithTimeout(ctx, wq.wait)
 	defer cancel()
+	if a.stopping != nil {
+		// The server is shutting down: the poll ends now, answered.
+		go func() {
+			select {
+			case <-a.stopping:
+				cancel()
+			case <-wctx.Done():
+			}
+		}()
+	}
 	b, err := a.bookings.Wait(wctx, id, seen)
-	if err != nil && errors.Is(err, context.DeadlineExceeded) && wctx.Err() != nil && ctx.Err() == nil {
-		// Only the wait ran out, and Wait reported that rather than
-		// returning the booking as it is: read it now.
+	if err != nil && wctx.Err() != nil && ctx.Err() == nil {
+		// Only the wait ran out (or was ended by the shutdown), and Wait
+		// reported that rather than returning the booking as it is: read
+		// it now.
 		return a.bookings.Get(ctx, id)
 	}
 	return b, err

@@ -17,6 +17,7 @@ const unmatchedRoute = "unmatched"
 type metrics struct {
 	requests *prometheus.CounterVec
 	duration *prometheus.HistogramVec
+	inFlight *prometheus.GaugeVec
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -28,11 +29,14 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "apollo_http_request_duration_seconds", Help: "Time to serve an HTTP request, by route pattern.",
 			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5},
 		}, []string{"route"}),
+		inFlight: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "apollo_http_requests_in_flight", Help: "HTTP requests being served, by route pattern (long polls waiting among them).",
+		}, []string{"route"}),
 	}
 	if reg == nil {
 		return m, nil
 	}
-	for _, c := range []prometheus.Collector{m.requests, m.duration} {
+	for _, c := range []prometheus.Collector{m.requests, m.duration, m.inFlight} {
 		if err := reg.Register(c); err != nil {
 			return nil, errors.Join(errors.New("httpapi: register metrics"), err)
 		}

@@ -14,6 +14,9 @@ func (a *api) observe(next http.Handler, m *metrics, route func(*http.Request) s
 		start := time.Now() // a duration, not a decision: the real clock
 		rt := route(r)
 		sw := &statusWriter{ResponseWriter: w}
+		inFlight := m.inFlight.WithLabelValues(rt)
+		inFlight.Inc()
+		defer inFlight.Dec()
 		next.ServeHTTP(sw, r)
 		took := time.Since(start)
 		status := sw.statusOr200()

@@ -19,6 +19,7 @@ type api struct {
 	bookings  Bookings
 	rules     driver.Rules
 	now       func() time.Time
+	stopping  <-chan struct{} // see Deps.Stopping
 }
 
 // route is one registered pattern and its handler.
@@ -70,7 +71,7 @@ func New(cfg Config, deps Deps) (http.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	a := &api{responder: responder{log: deps.Log}, cfg: cfg, drivers: deps.Drivers, bookings: deps.Bookings, rules: deps.Rules, now: deps.Now}
+	a := &api{responder: responder{log: deps.Log}, cfg: cfg, drivers: deps.Drivers, bookings: deps.Bookings, rules: deps.Rules, now: deps.Now, stopping: deps.Stopping}
 
 	mux, known := a.serveMux(a.routes())
 	var h http.Handler = mux
