@@ -52,11 +52,14 @@ func persistenceFinding(p Persistence) (Severity, string, string) {
 // settings could not be read are named in an Info finding.
 func persistenceFindings(nodes []Node) []Finding {
 	byCode := map[string]*Finding{}
+	count := map[string]int{}
 	var unread []string
+	reachable := 0
 	for _, n := range nodes {
 		if !n.Reachable {
 			continue
 		}
+		reachable++
 		if n.Persistence == nil {
 			unread = append(unread, n.Addr)
 			continue
@@ -71,10 +74,15 @@ func persistenceFindings(nodes []Node) []Finding {
 			byCode[code] = f
 		}
 		f.Node = strings.TrimPrefix(f.Node+", "+n.Addr, ", ")
+		count[code]++
 	}
 	var out []Finding
-	for _, f := range byCode {
-		f.Message = fmt.Sprintf("%s (on %s)", f.Message, f.Node)
+	for code, f := range byCode {
+		where := f.Node
+		if count[code] == reachable && reachable > 1 {
+			where = fmt.Sprintf("all %d nodes", reachable)
+		}
+		f.Message = fmt.Sprintf("%s (on %s)", f.Message, where)
 		f.Node = ""
 		out = append(out, *f)
 	}

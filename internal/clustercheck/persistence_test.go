@@ -17,7 +17,7 @@ func TestPersistenceFindingsSayWhatARestartOfEveryNodeLoses(t *testing.T) {
 		want  []string // code: node list in the message
 	}{
 		{"every node without persistence: one warning naming them", []Node{node("a", none), node("b", none)},
-			[]string{"persistence_none:on a, b"}},
+			[]string{"persistence_none:on all 2 nodes"}},
 		{"snapshots only", []Node{node("a", rdb)}, []string{`persistence_snapshots_only:save "3600 1 300 100"`}},
 		{"aof everysec is said, not warned", []Node{node("a", everysec)}, []string{"persistence_everysec:last second"}},
 		{"aof always: nothing to say", []Node{node("a", always)}, nil},
