@@ -5,6 +5,8 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/apollo-platform/apollo/internal/drill"
 	"github.com/apollo-platform/apollo/internal/localcluster/clustertest"
 	"github.com/apollo-platform/apollo/internal/redisroute"
@@ -53,6 +55,49 @@ func BenchmarkPipeline20HMGET(b *testing.B) {
 				}
 			})
 			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "calls/s")
+		})
+	}
+}
+
+// BenchmarkFreshRead is what confirming a read costs: one HMGET from the
+// primary (Fresh), the same confirmed by a replica (Fresh with Acks 1: a
+// fence write and WAIT after it), and a plain go-redis v9 HMGET on the
+// primary as the baseline, on the same cluster in the same run.
+// Run: go test -run '^$' -bench FreshRead -benchtime 5s ./internal/redisroute/
+func BenchmarkFreshRead(b *testing.B) {
+	c := clustertest.Start(b)
+	keys := seed(b, c)
+	r := newRouter(b, c)
+	defer r.Close()
+	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.Addrs()[:1]}) // reads on primaries
+	defer cc.Close()
+	cases := []struct {
+		name string
+		read func(ctx context.Context, key string) error
+	}{
+		{"apollo-fresh", func(ctx context.Context, key string) error {
+			return r.Exec(ctx, []redisroute.Cmd{{Args: []any{"HMGET", key, "lat", "lng"}, Key: key, Fresh: true}})[0].Err
+		}},
+		{"apollo-confirmed", func(ctx context.Context, key string) error {
+			return r.Exec(ctx, []redisroute.Cmd{{Args: []any{"HMGET", key, "lat", "lng"}, Key: key, Fresh: true, Acks: 1}})[0].Err
+		}},
+		{"go-redis-v9-primary", func(ctx context.Context, key string) error {
+			return cc.HMGet(ctx, key, "lat", "lng").Err()
+		}},
+	}
+	for _, tc := range cases {
+		b.Run(tc.name, func(b *testing.B) {
+			b.SetParallelism(8)
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				rng := rand.New(rand.NewPCG(rand.Uint64(), 2))
+				for pb.Next() {
+					if err := tc.read(context.Background(), keys[rng.IntN(len(keys))]); err != nil {
+						b.Error(err)
+					}
+				}
+			})
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "reads/s")
 		})
 	}
 }
