@@ -15,6 +15,10 @@ type attempt struct {
 	asking bool // ASK redirect: prefix ASKING
 	hedged bool // a hedge was already sent for it
 	rearms int  // times the hedge timer was set again, waiting for a silent node to count as stalled or hopeless
+	// confirm is how many replicas must hold what the attempt's reads
+	// saw, whatever the commands ask (see suspectFallback): set on a read
+	// that falls back to a primary whose replicas have fallen behind it.
+	confirm int
 
 	// Filled by the sending goroutine before it reports back.
 	replies []redis.Cmder
@@ -44,14 +48,14 @@ func (r *Router) send(ctx context.Context, a *attempt, cmds []Cmd) {
 		wire = append(wire, c)
 	}
 	var fence *redis.StatusCmd
-	if k := confirmedRead(a.idx, cmds); k >= 0 {
+	if k := confirmedRead(a.idx, cmds, a.confirm); k >= 0 {
 		// After the reads, so that WAIT's offset covers what they saw.
 		fence = redis.NewStatusCmd(ctx, "set", r.fenceKey(Slot(cmds[k].Key)), "1")
 		asking()
 		wire = append(wire, fence)
 	}
 	var wait *redis.IntCmd
-	if acks := maxAcks(a.idx, cmds); acks > 0 {
+	if acks := max(maxAcks(a.idx, cmds), a.confirm); acks > 0 {
 		// WAIT covers every write sent before it on this connection.
 		wait = redis.NewIntCmd(ctx, "wait", acks, r.cfg.AckTimeout.Milliseconds())
 		wire = append(wire, wait)
@@ -76,10 +80,10 @@ func (r *Router) send(ctx context.Context, a *attempt, cmds []Cmd) {
 }
 
 // confirmedRead is the position of the first read among idx that asks for
-// replica acknowledgement, or -1.
-func confirmedRead(idx []int, cmds []Cmd) int {
+// replica acknowledgement (any read when the attempt confirms them all), or -1.
+func confirmedRead(idx []int, cmds []Cmd, confirm int) int {
 	for _, i := range idx {
-		if !cmds[i].Write && cmds[i].Acks > 0 {
+		if !cmds[i].Write && (cmds[i].Acks > 0 || confirm > 0) {
 			return i
 		}
 	}

@@ -149,8 +149,25 @@ func (c *call) dispatch(t *topology, idx []int, via Via) {
 		if v == ViaPreferred {
 			v = pv
 		}
-		c.launch(&attempt{node: n, idx: members, via: v})
+		c.launch(&attempt{node: n, idx: members, via: v, confirm: suspectFallback(g.s, n)})
 	}
+}
+
+// suspectFallback is the number of replicas that must confirm a read sent
+// to n: 1 when n is the primary of s and a replica of s that answers has
+// fallen behind it — the shape of a primary cut off from its replicas,
+// whose data may hold writes a failover is about to undo — else 0. A
+// replica that is down is not behind: one dead replica costs no read.
+func suspectFallback(s *shard, n *node) int {
+	if n != s.primary {
+		return 0
+	}
+	for _, x := range s.replicas {
+		if x.behind.Load() && x.healthy() {
+			return 1
+		}
+	}
+	return 0
 }
 
 // triedByAll returns the nodes every one of the commands was already sent to.
@@ -305,7 +322,7 @@ func (c *call) onHedge(a *attempt) {
 	}
 	a.hedged = true
 	c.r.m.hedges.WithLabelValues("sent").Add(float64(len(open)))
-	c.launch(&attempt{node: n, idx: open, via: ViaHedge})
+	c.launch(&attempt{node: n, idx: open, via: ViaHedge, confirm: suspectFallback(s, n)})
 }
 
 // noHedge handles a slow read with nowhere to hedge: if its node is known
@@ -356,7 +373,11 @@ func (c *call) onDone(a *attempt) {
 		// the primary to come back (or be replaced) instead of retrying at
 		// once on a node it may not use.
 		primaryOnly := write || c.cmds[i].Fresh
-		if cl == classOK && !write && c.cmds[i].Acks > 0 && a.fenceErr != nil {
+		need := max(c.cmds[i].Acks, a.confirm)
+		if write {
+			need = c.cmds[i].Acks
+		}
+		if cl == classOK && !write && need > 0 && a.fenceErr != nil {
 			// The fence of a confirmed read was redirected or not served:
 			// the node answered a read of a slot it no longer serves (a
 			// demoted primary, a migrated slot), so the read goes where
@@ -370,7 +391,6 @@ func (c *call) onDone(a *attempt) {
 		switch cl {
 		case classOK:
 			res := Result{Val: value(a.replies[k]), Node: a.node.addr, Via: a.via}
-			need := c.cmds[i].Acks
 			switch {
 			case write && int(a.acked) < need:
 				res.Err = fmt.Errorf("%w: %d of %d replicas acknowledged within %s", ErrUnconfirmed, a.acked, need, c.r.cfg.AckTimeout)

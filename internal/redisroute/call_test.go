@@ -329,3 +329,48 @@ type movedTo struct {
 
 func (m movedTo) Error() string { return fmt.Sprintf("MOVED %d %s", m.slot, m.addr) }
 func (movedTo) RedisError()     {}
+
+// A plain read falls back to the primary when the shard's replicas have
+// fallen behind it. If they fell behind because the primary is cut off
+// from them (the minority side of a partition), its answer may hold writes
+// the failover undoes: such a fallback is confirmed like a Fresh read with
+// Acks 1, and fails if no replica holds what it saw. Replicas that are
+// down (ejected), not behind, leave the fallback as it was: one dead
+// replica must cost no read.
+func TestAReadFallingBackToAPrimaryWhoseReplicasAreBehindIsConfirmed(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		acks     int64
+		behind   bool
+		wantErr  error
+		wantWire int // commands on the primary's wire
+	}{
+		{"replicas behind, one holds what the read saw", 1, true, nil, 3},
+		{"replicas behind, none holds it (the primary is cut off)", 0, true, ErrReadUnconfirmed, 3},
+		{"replicas ejected, not behind: a plain fallback", 0, false, nil, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var wire []string
+			refused := &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}
+			replica := answer("r", 2)
+			if !tc.behind {
+				replica = failAll(refused)
+			}
+			c := newFakeCluster(t, shard3(recordWire("p:1", tc.acks, nil, &wire), replica, replica))
+			for _, a := range []string{"a:1", "b:1"} {
+				if tc.behind {
+					c.nodes[a].behind.Store(true)
+				} else {
+					c.nodes[a].ejected.Store(true)
+				}
+			}
+			r := c.r.Exec(longCtx(t), []Cmd{Read("GET", c.key(0))})[0]
+			if !errors.Is(r.Err, tc.wantErr) || tc.wantErr == nil && (r.Err != nil || r.Node != "p:1") {
+				t.Fatalf("got %+v, want error %v from the primary", r, tc.wantErr)
+			}
+			if len(wire) != tc.wantWire {
+				t.Errorf("sent %q to the primary, want %d commands", wire, tc.wantWire)
+			}
+		})
+	}
+}
