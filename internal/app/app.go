@@ -39,10 +39,10 @@ type App struct {
 	apiLn    net.Listener
 	adminLn  net.Listener
 	draining atomic.Bool
-	// stopping is closed when the API server begins its shutdown: it ends
-	// the long polls, which would otherwise hold the shutdown up to 30 s.
-	stopping chan struct{}
-	stopOnce sync.Once
+	// stopping is cancelled when the API server begins its shutdown: it
+	// ends the long polls, which would otherwise hold the shutdown up to 30 s.
+	stopping context.Context
+	stopAPI  context.CancelFunc
 }
 
 // New connects to Redis and wires the service; nothing listens until Run.
@@ -50,7 +50,8 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, opts ...Option) (*Ap
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("invalid config: %w", err)
 	}
-	a := &App{cfg: cfg, log: log, reg: prometheus.NewRegistry(), stopping: make(chan struct{})}
+	a := &App{cfg: cfg, log: log, reg: prometheus.NewRegistry()}
+	a.stopping, a.stopAPI = context.WithCancel(context.Background())
 	a.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	var err error
 	if a.router, err = redisroute.New(ctx, cfg.Redis, a.reg, log.With("component", "redisroute")); err != nil {
@@ -180,7 +181,7 @@ func (a *App) Serve(ctx context.Context) error {
 	}
 	sctx, cancel := context.WithTimeout(context.Background(), a.cfg.ShutdownTimeout)
 	defer cancel()
-	a.stopOnce.Do(func() { close(a.stopping) })
+	a.stopAPI()
 	err := errors.Join(serveErr, a.api.Shutdown(sctx), a.admin.Shutdown(sctx))
 	wg.Wait()
 	a.stopBackground()

@@ -76,10 +76,10 @@ type Deps struct {
 	Log *slog.Logger
 	// Registerer receives the HTTP metrics; none are registered when nil.
 	Registerer prometheus.Registerer
-	// Stopping, closed when the server begins to shut down, ends every
+	// Stopping, cancelled when the server begins to shut down, ends every
 	// long poll at once with the booking as it is, so that a shutdown
 	// need not wait out the longest poll. Nil: polls run their course.
-	Stopping <-chan struct{}
+	Stopping context.Context
 }
 
 // withDefaults fills the optional dependencies and checks the required ones.

@@ -88,13 +88,7 @@ func (a *api) longPoll(ctx context.Context, id string, wq waitQuery) (booking.Bo
 	defer cancel()
 	if a.stopping != nil {
 		// The server is shutting down: the poll ends now, answered.
-		go func() {
-			select {
-			case <-a.stopping:
-				cancel()
-			case <-wctx.Done():
-			}
-		}()
+		defer context.AfterFunc(a.stopping, cancel)()
 	}
 	b, err := a.bookings.Wait(wctx, id, seen)
 	if err != nil && wctx.Err() != nil && ctx.Err() == nil {

@@ -1,6 +1,7 @@
 package httpapi_test
 
 import (
+	"context"
 	"net/http/httptest"
 	"testing"
 	"time"
@@ -15,7 +16,7 @@ import (
 func TestAShutdownEndsALongPollWithTheBookingAsItIs(t *testing.T) {
 	f := newFakeBookings(seedBookings()...)
 	f.waiting = make(chan struct{}, 1)
-	stopping := make(chan struct{})
+	stopping, stop := context.WithCancel(context.Background())
 	h, err := httpapi.New(httpapi.DefaultConfig(), httpapi.Deps{Drivers: newFake(), Bookings: f, Rules: driver.DefaultRules(), Stopping: stopping})
 	if err != nil {
 		t.Fatal(err)
@@ -27,7 +28,7 @@ func TestAShutdownEndsALongPollWithTheBookingAsItIs(t *testing.T) {
 		h.ServeHTTP(rec, httptest.NewRequest("GET", "/v1/bookings/bk-search?wait=30s", nil))
 	}()
 	<-f.waiting // the poll is waiting for a change
-	close(stopping)
+	stop()
 	select {
 	case <-done:
 	case <-time.After(10 * time.Second): // far below the 30 s wait: a logic bound, not a timing one

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"slices"
@@ -19,7 +20,7 @@ type api struct {
 	bookings  Bookings
 	rules     driver.Rules
 	now       func() time.Time
-	stopping  <-chan struct{} // see Deps.Stopping
+	stopping  context.Context // see Deps.Stopping
 }
 
 // route is one registered pattern and its handler.
