@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/apollo-platform/apollo/internal/localcluster"
 	"github.com/apollo-platform/apollo/internal/verify"
 )
 
@@ -58,11 +57,7 @@ func runVerify(ctx context.Context, e env, args []string) error {
 		cfg.RedisConf = append(cfg.RedisConf, v)
 		return nil
 	})
-	fs.Func("persistence", "what the nodes keep on disk: none, rdb, aof (everysec) or aof-always (default aof); cluster-restart loses the rest", func(v string) error {
-		p, err := localcluster.ParsePersistence(v)
-		cfg.Persistence = p
-		return err
-	})
+	fs.Var(&cfg.Persistence, "persistence", "what the nodes keep on disk: none, rdb, aof (everysec) or aof-always; cluster-restart loses the rest")
 	dir := fs.String("dir", "", "directory for the cluster, instance logs and report files (default: a new temporary directory, kept when a check fails)")
 	jsonOut := fs.String("json", "", "write the run (history, faults, final state, report) as JSON to this file")
 	checkOnly := fs.String("check", "", "check a history written by --json instead of running one")

@@ -64,11 +64,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.IntVar(&c.Primaries, "primaries", c.Primaries, "number of primaries (shards)")
 	fs.IntVar(&c.Replicas, "replicas", c.Replicas, "replicas per primary")
 	fs.DurationVar(&c.NodeTimeout, "node-timeout", c.NodeTimeout, "cluster-node-timeout of every node")
-	fs.Func("persistence", "what each node keeps on disk: none, rdb (a snapshot each second with a change), aof (appendfsync everysec) or aof-always (default none)", func(v string) error {
-		p, err := ParsePersistence(v)
-		c.Persistence = p
-		return err
-	})
+	fs.Var(&c.Persistence, "persistence", "what each node keeps on disk: none, rdb (a snapshot each second with a change), aof (appendfsync everysec) or aof-always (default none)")
 	fs.StringVar(&c.Password, "password", c.Password, "require this password from clients (requirepass/masterauth)")
 	fs.StringVar(&c.User, "user", c.User, "with --password: also create this ACL user and replicate as it")
 	fs.BoolVar(&c.TLS, "tls", c.TLS, "serve clients, the cluster bus and replication over TLS only (throwaway CA)")

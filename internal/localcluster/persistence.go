@@ -48,6 +48,16 @@ func (p Persistence) directives() []string {
 	return []string{`save ""`, "appendonly no"}
 }
 
+// Set parses a flag's value (flag.Value).
+func (p *Persistence) Set(s string) error {
+	v, err := ParsePersistence(s)
+	if err != nil {
+		return err
+	}
+	*p = v
+	return nil
+}
+
 // String names the setting as its flag does.
 func (p Persistence) String() string {
 	if p == "" {
