@@ -39,8 +39,22 @@ func startAppB(t testing.TB, addrs []string) (*app.App, string, string) {
 // and returns it with its API and admin URLs.
 func serveApp(t testing.TB, cfg app.Config) (*app.App, string, string) {
 	t.Helper()
+	a, stop := startServing(t, cfg, slog.New(slog.DiscardHandler))
+	t.Cleanup(func() {
+		if err := stop(); err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+	})
+	return a, "http://" + a.APIAddr(), "http://" + a.AdminAddr()
+}
+
+// startServing runs Apollo with cfg on free loopback ports, logging to
+// log; stop shuts it down (as SIGTERM does) and returns Serve's error,
+// the same each time it is called.
+func startServing(t testing.TB, cfg app.Config, log *slog.Logger) (a *app.App, stop func() error) {
+	t.Helper()
 	cfg.Listen, cfg.AdminListen, cfg.DrainDelay = "127.0.0.1:0", "127.0.0.1:0", 0
-	a, err := app.New(context.Background(), cfg, slog.New(slog.DiscardHandler))
+	a, err := app.New(context.Background(), cfg, log)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,13 +65,7 @@ func serveApp(t testing.TB, cfg app.Config) (*app.App, string, string) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- a.Serve(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Serve: %v", err)
-		}
-	})
-	return a, "http://" + a.APIAddr(), "http://" + a.AdminAddr()
+	return a, sync.OnceValue(func() error { cancel(); return <-done })
 }
 
 type batchAnswer struct {

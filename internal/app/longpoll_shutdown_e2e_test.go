@@ -2,7 +2,6 @@ package app_test
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"io"
 	"log/slog"
@@ -34,21 +33,10 @@ func TestAShutdownAnswersEveryLongPollAndLogsNoError(t *testing.T) {
 	c := clustertest.Start(t, func(cfg *localcluster.Config) { cfg.Primaries, cfg.Replicas = 3, 1 })
 	cfg := app.DefaultConfig()
 	cfg.Redis.Addrs = c.Addrs()[:1]
-	cfg.Listen, cfg.AdminListen, cfg.DrainDelay = "127.0.0.1:0", "127.0.0.1:0", 0
 	cfg.Booking.AllocationTimeout = 2 * time.Minute // searching throughout
 	var errs errorLines
-	a, err := app.New(context.Background(), cfg, slog.New(slog.NewJSONHandler(&errs, nil)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := a.Listen(); err != nil {
-		a.Close()
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	done := make(chan error, 1)
-	go func() { done <- a.Serve(ctx) }()
+	a, stop := startServing(t, cfg, slog.New(slog.NewJSONHandler(&errs, nil)))
+	defer stop()
 	api, admin := "http://"+a.APIAddr(), "http://"+a.AdminAddr()
 
 	code, b, _ := postBooking(t, api, "poll-shutdown", 1.420, 103.900) // no driver there
@@ -79,8 +67,7 @@ func TestAShutdownAnswersEveryLongPollAndLogsNoError(t *testing.T) {
 	}
 
 	start := time.Now()
-	cancel()
-	if err := <-done; err != nil {
+	if err := stop(); err != nil {
 		t.Errorf("Serve: %v", err)
 	}
 	took := time.Since(start)
