@@ -2,11 +2,13 @@ package app
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -16,6 +18,7 @@ import (
 
 	"github.com/apollo-platform/apollo/internal/booking"
 	"github.com/apollo-platform/apollo/internal/dispatch"
+	"github.com/apollo-platform/apollo/internal/fleet"
 	"github.com/apollo-platform/apollo/internal/httpapi"
 	"github.com/apollo-platform/apollo/internal/redisroute"
 	"github.com/apollo-platform/apollo/internal/redisstore"
@@ -32,6 +35,7 @@ type App struct {
 	filter   *spampede.Filter
 	rules    spampedeRules
 	bookings *booking.Service
+	member   *fleet.Member
 	stopBg   chan struct{}
 	bg       sync.WaitGroup
 	api      *http.Server
@@ -39,6 +43,7 @@ type App struct {
 	apiLn    net.Listener
 	adminLn  net.Listener
 	draining atomic.Bool
+	crashed  atomic.Bool // Crash was called: nothing is handed back
 	// stopping is cancelled when the API server begins its shutdown: it
 	// ends the long polls, which would otherwise hold the shutdown up to 30 s.
 	stopping context.Context
@@ -103,9 +108,29 @@ func (a *App) wireBookings(ctx context.Context, cfg Config, log *slog.Logger, o 
 	if err != nil {
 		return err
 	}
-	a.bookings, err = booking.NewService(cfg.Booking, o.admitter(a.filter), o.allocator(alloc), redisstore.NewBookings(a.router, cfg.BookingAcks),
-		reserver{a.drivers}, a.drivers, time.Now, log.With("component", "booking"))
+	ps, err := redisstore.NewPartitions(cfg.Fleet.Partitions)
+	if err != nil {
+		return err
+	}
+	id := cfg.InstanceID
+	if id == "" {
+		id = instanceID()
+	}
+	if a.member, err = fleet.NewMember(cfg.Fleet, id, redisstore.NewFleet(a.router, ps), time.Now, a.reg, log.With("component", "fleet")); err != nil {
+		return err
+	}
+	a.bookings, err = booking.NewService(cfg.Booking, o.admitter(a.filter), o.allocator(alloc), redisstore.NewBookings(a.router, cfg.BookingAcks, ps),
+		reserver{a.drivers}, a.drivers, a.member, time.Now, log.With("component", "booking"))
 	return err
+}
+
+// instanceID names a process uniquely: host, PID and a random suffix (a
+// PID is reused after a restart in a fresh container).
+func instanceID() string {
+	host, _ := os.Hostname()
+	var b [3]byte
+	_, _ = rand.Read(b[:])
+	return fmt.Sprintf("%s-%d-%x", host, os.Getpid(), b)
 }
 
 // ready is /readyz: every shard answers a real keyed read within a second.
@@ -190,9 +215,13 @@ func (a *App) Serve(ctx context.Context) error {
 	return err
 }
 
-// startBackground starts the booking workers and the rules poller.
+// startBackground joins the fleet and starts the booking workers and the
+// rules poller.
 func (a *App) startBackground() {
 	a.stopBg = make(chan struct{})
+	ctx, cancel := context.WithTimeout(context.Background(), a.cfg.Fleet.RenewEvery)
+	a.member.Start(ctx)
+	cancel()
 	a.bookings.Start()
 	a.bg.Add(1)
 	go func() {
@@ -204,8 +233,29 @@ func (a *App) startBackground() {
 func (a *App) stopBackground() {
 	close(a.stopBg)
 	a.bg.Wait()
+	if a.crashed.Load() {
+		return
+	}
 	a.bookings.Stop()
+	// After the workers: a partition handed back is claimed by another
+	// instance at once, and must not still be worked here.
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	a.member.Stop(ctx)
 }
+
+// Crash stops the instance's background work as a SIGKILL would, for
+// drills that crash an instance in process: nothing is handed back, so the
+// fleet takes its share over when its leases run out. Serve must still be
+// ended (its context cancelled) to close the listeners.
+func (a *App) Crash() {
+	a.crashed.Store(true)
+	a.member.Abandon()
+	a.bookings.Abandon()
+}
+
+// Member is this instance in the fleet.
+func (a *App) Member() *fleet.Member { return a.member }
 
 // Bookings is the booking pipeline.
 func (a *App) Bookings() *booking.Service { return a.bookings }

@@ -10,6 +10,7 @@ import (
 	"github.com/apollo-platform/apollo/internal/booking"
 	"github.com/apollo-platform/apollo/internal/dispatch"
 	"github.com/apollo-platform/apollo/internal/driver"
+	"github.com/apollo-platform/apollo/internal/fleet"
 	"github.com/apollo-platform/apollo/internal/httpapi"
 	"github.com/apollo-platform/apollo/internal/redisroute"
 	"github.com/apollo-platform/apollo/internal/redisstore"
@@ -30,6 +31,9 @@ type Config struct {
 	RulesPollEvery time.Duration
 	Dispatch       dispatch.Config
 	Booking        booking.Config
+	Fleet          fleet.Config
+	// InstanceID names this instance in the fleet (default: host-pid-random).
+	InstanceID string
 	// BookingAcks replicas must acknowledge a new booking (WAIT) before it
 	// is reported as created.
 	BookingAcks int
@@ -57,6 +61,7 @@ func DefaultConfig() Config {
 		RulesPollEvery:  time.Second,
 		Dispatch:        dispatch.DefaultConfig(),
 		Booking:         booking.DefaultConfig(),
+		Fleet:           fleet.DefaultConfig(),
 		BookingAcks:     1,
 		Listen:          ":8080",
 		AdminListen:     "127.0.0.1:9090",
@@ -82,6 +87,8 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.Booking.RetryMax, "retry-max", c.Booking.RetryMax, "the longest wait between two attempts to find a booking a driver")
 	fs.DurationVar(&c.Booking.ScanEvery, "booking-scan-every", c.Booking.ScanEvery, "how often due bookings are claimed (retried, expired, resumed) and lapsed reservations swept")
 	fs.DurationVar(&c.Booking.ClaimHold, "booking-claim-hold", c.Booking.ClaimHold, "how long a claimed booking is kept from other scans before it is due again if nothing rescheduled it")
+	c.Fleet.RegisterFlags(fs)
+	fs.StringVar(&c.InstanceID, "instance-id", c.InstanceID, "this instance's name in the fleet, unique among the instances (default: host-pid-random)")
 	fs.DurationVar(&c.Dispatch.ReservationTTL, "reservation-ttl", c.Dispatch.ReservationTTL, "how long a reserved driver has to accept")
 	fs.Float64Var(&c.Dispatch.RadiusM, "dispatch-radius-m", c.Dispatch.RadiusM, "how far from the pickup drivers are searched")
 	fs.IntVar(&c.BookingAcks, "booking-acks", c.BookingAcks, "replicas that must acknowledge a new booking before it is reported created")
@@ -105,7 +112,10 @@ func (c *Config) Finish() error {
 func (c Config) Validate() error {
 	var errs []error
 	errs = append(errs, c.Redis.Validate(), c.Store.Validate(), c.Rules.Validate(), c.API.Validate(),
-		c.Spampede.Validate(), c.Dispatch.Validate(), c.Booking.Validate())
+		c.Spampede.Validate(), c.Dispatch.Validate(), c.Booking.Validate(), c.Fleet.Validate())
+	if c.Booking.ClaimHold > c.Fleet.LeaseTTL {
+		errs = append(errs, fmt.Errorf("booking claim hold %s must not exceed the lease time %s: a crashed instance's claimed bookings would wait past the takeover of its partitions", c.Booking.ClaimHold, c.Fleet.LeaseTTL))
+	}
 	if c.BookingAcks < 0 || c.RulesPollEvery <= 0 {
 		errs = append(errs, errors.New("booking acks must not be negative and the rules poll interval must be positive"))
 	}

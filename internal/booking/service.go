@@ -13,6 +13,7 @@ import (
 
 	"github.com/apollo-platform/apollo/internal/dispatch"
 	"github.com/apollo-platform/apollo/internal/driver"
+	"github.com/apollo-platform/apollo/internal/fleet"
 	"github.com/apollo-platform/apollo/internal/spampede"
 )
 
@@ -46,12 +47,14 @@ type Store interface {
 	Create(ctx context.Context, b Booking) (stored Booking, created bool, err error)
 	Get(ctx context.Context, id string) (Booking, error)
 	Update(ctx context.Context, old, next Booking) error
-	// Claim returns up to limit open bookings due by now, earliest first,
-	// and holds each from other claims until now+hold: an instance that
-	// claims a booking and then does nothing (it crashed, or its worker
-	// failed) lets it come back after hold, and a booking whose advance
-	// keeps failing cannot keep its place at the front.
-	Claim(ctx context.Context, now time.Time, hold time.Duration, limit int) ([]string, error)
+	// Claim returns up to limit open bookings due by now from the
+	// partitions of the leases, earliest first in each, and holds each
+	// from other claims until now+hold: an instance that claims a booking
+	// and then does nothing (it crashed, or its worker failed) lets it
+	// come back after hold, and a booking whose advance keeps failing
+	// cannot keep its place at the front. A lease lost meanwhile claims
+	// nothing (fleet.ErrLeaseLost, with what the others claimed).
+	Claim(ctx context.Context, leases []fleet.Lease, now time.Time, hold time.Duration, limit int) ([]string, error)
 	// Schedule sets when an open booking is due next; a booking no longer
 	// open is left alone.
 	Schedule(ctx context.Context, id string, at time.Time) error
@@ -60,6 +63,12 @@ type Store interface {
 	// Withdraw deletes a booking that was just created and never
 	// reported as created, unless something has changed it since.
 	Withdraw(ctx context.Context, b Booking) error
+}
+
+// Shares is this instance's part of the open index: the partitions whose
+// due bookings its workers claim (a fleet.Member, or fleet.Alone).
+type Shares interface {
+	Owned() []fleet.Lease
 }
 
 // Reservations lists the drivers whose reservation lapsed, for the sweep.
@@ -87,7 +96,9 @@ type Config struct {
 	Workers, Queue int
 	// ClaimHold is how long a claimed booking is kept from other scans
 	// (of this or another instance) before it is due again if nothing
-	// rescheduled it: longer than an advance takes.
+	// rescheduled it: longer than an advance takes (it bounds one), and no
+	// longer than a partition lease, so that the bookings a crashed
+	// instance had claimed are due again when its partitions are taken over.
 	ClaimHold time.Duration
 	// CountAt is when Spampede hears of a booking without a driver.
 	CountAt CountAt
@@ -110,7 +121,7 @@ const (
 // DefaultConfig returns the defaults.
 func DefaultConfig() Config {
 	return Config{AllocationTimeout: 30 * time.Second, ScanEvery: time.Second, RetryMin: time.Second, RetryMax: 4 * time.Second,
-		Workers: 4, Queue: 1024, ClaimHold: 10 * time.Second, CountAt: CountFirstMiss}
+		Workers: 4, Queue: 1024, ClaimHold: 5 * time.Second, CountAt: CountFirstMiss}
 }
 
 // Validate reports an unusable config.
@@ -136,6 +147,7 @@ type Service struct {
 	store    Store
 	driver   Drivers
 	reserved Reservations // nil: no sweep
+	shares   Shares
 	log      *slog.Logger
 	now      func() time.Time
 
@@ -145,16 +157,20 @@ type Service struct {
 	once  sync.Once
 }
 
-// NewService wires the pipeline. With rs non-nil, the workers also sweep
-// lapsed reservations (see sweep).
-func NewService(cfg Config, a Admitter, al Allocator, s Store, d Drivers, rs Reservations, now func() time.Time, log *slog.Logger) (*Service, error) {
+// NewService wires the pipeline; its workers claim the open bookings of
+// the partitions sh owns. With rs non-nil, they also sweep lapsed
+// reservations (see sweep).
+func NewService(cfg Config, a Admitter, al Allocator, s Store, d Drivers, rs Reservations, sh Shares, now func() time.Time, log *slog.Logger) (*Service, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Service{cfg: cfg, admit: a, alloc: al, store: s, driver: d, reserved: rs, log: log, now: now,
+	if sh == nil {
+		return nil, errors.New("booking: no shares of the open index")
+	}
+	return &Service{cfg: cfg, admit: a, alloc: al, store: s, driver: d, reserved: rs, shares: sh, log: log, now: now,
 		queue: make(chan string, cfg.Queue), stop: make(chan struct{})}, nil
 }
 

@@ -13,6 +13,7 @@ import (
 
 	"github.com/apollo-platform/apollo/internal/dispatch"
 	"github.com/apollo-platform/apollo/internal/driver"
+	"github.com/apollo-platform/apollo/internal/fleet"
 	"github.com/apollo-platform/apollo/internal/spampede"
 )
 
@@ -89,7 +90,7 @@ func (m *memStore) Update(_ context.Context, old, next Booking) error {
 	return nil
 }
 
-func (m *memStore) Claim(_ context.Context, now time.Time, hold time.Duration, limit int) ([]string, error) {
+func (m *memStore) Claim(_ context.Context, _ []fleet.Lease, now time.Time, hold time.Duration, limit int) ([]string, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	var ids []string
@@ -241,15 +242,15 @@ func newRig(t *testing.T, drivers ...string) *rig {
 
 func newRigWith(t *testing.T, edit func(*Config), drivers ...string) *rig {
 	t.Helper()
-	fleet := &fakeFleet{free: drivers, drivers: map[string]driver.Driver{}}
+	fl := &fakeFleet{free: drivers, drivers: map[string]driver.Driver{}}
 	for _, id := range drivers {
-		fleet.drivers[id] = driver.Driver{ID: id, Status: driver.StatusAvailable}
+		fl.drivers[id] = driver.Driver{ID: id, Status: driver.StatusAvailable}
 	}
-	r := &rig{store: newMemStore(), admit: &fakeAdmit{}, fleet: fleet, clk: &clock{t: time.Unix(1_800_000_000, 0)}}
+	r := &rig{store: newMemStore(), admit: &fakeAdmit{}, fleet: fl, clk: &clock{t: time.Unix(1_800_000_000, 0)}}
 	cfg := DefaultConfig()
 	cfg.ScanEvery = 5 * time.Millisecond
 	edit(&cfg)
-	svc, err := NewService(cfg, r.admit, r.fleet, r.store, r.fleet, nil, r.clk.now, nil)
+	svc, err := NewService(cfg, r.admit, r.fleet, r.store, r.fleet, nil, fleet.Alone(1), r.clk.now, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,10 +18,40 @@ func (s *Service) Start() {
 	}
 }
 
-// Stop ends the background work and waits for it.
+// Stop ends the background work and waits for it. The bookings claimed
+// but not yet worked are made due now, so that whichever instance takes
+// their partition over works them at once rather than after their hold.
 func (s *Service) Stop() {
 	s.once.Do(func() { close(s.stop) })
 	s.wg.Wait()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	now := s.now()
+	for {
+		select {
+		case id := <-s.queue:
+			if err := s.store.Schedule(ctx, id, now); err != nil {
+				s.log.Debug("hand a claimed booking back", "booking", id, "err", err)
+			}
+		default:
+			return
+		}
+	}
+}
+
+// Abandon ends the background work as a crash would: the bookings claimed
+// stay claimed until their hold ends. For drills that crash an instance
+// in process.
+func (s *Service) Abandon() {
+	s.once.Do(func() { close(s.stop) })
+	s.wg.Wait()
+	for {
+		select {
+		case <-s.queue:
+		default:
+			return
+		}
+	}
 }
 
 func (s *Service) scan() {
@@ -35,16 +65,22 @@ func (s *Service) scan() {
 		case <-tick.C:
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), s.cfg.ScanEvery)
-		// Claim only what the queue has room for: a claimed booking that is
-		// not advanced waits out its hold.
-		ids, err := s.store.Claim(ctx, s.now(), s.cfg.ClaimHold, max(cap(s.queue)-len(s.queue), 1))
-		if err != nil {
-			s.log.Warn("claim due bookings", "err", err)
+		owned := s.shares.Owned()
+		if len(owned) > 0 {
+			// Claim only what the queue has room for: a claimed booking
+			// that is not advanced waits out its hold.
+			ids, err := s.store.Claim(ctx, owned, s.now(), s.cfg.ClaimHold, max(cap(s.queue)-len(s.queue), 1))
+			if err != nil {
+				s.log.Warn("claim due bookings", "err", err)
+			}
+			for _, id := range ids {
+				s.enqueue(id)
+			}
 		}
-		for _, id := range ids {
-			s.enqueue(id)
+		// One sweeper for the fleet: the holder of partition 0.
+		if len(owned) > 0 && owned[0].Partition == 0 {
+			s.sweep(ctx)
 		}
-		s.sweep(ctx)
 		cancel()
 	}
 }
@@ -56,7 +92,8 @@ func (s *Service) work() {
 		case <-s.stop:
 			return
 		case id := <-s.queue:
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			// Within the claim's hold: past it another scan may claim it.
+			ctx, cancel := context.WithTimeout(context.Background(), s.cfg.ClaimHold)
 			if err := s.advance(ctx, id); err != nil && !errors.Is(err, context.Canceled) {
 				// Due again when its claim hold ends.
 				s.log.Debug("advance booking", "booking", id, "err", err)

@@ -46,7 +46,7 @@ func TestADriverTransitionNoReplicaAcknowledgedIsNotDone(t *testing.T) {
 func TestAPrimaryCutOffFromItsReplicaNeitherConfirmsAnUpdateNorAnswersAReadOfIt(t *testing.T) {
 	clustertest.NeedFirewall(t)
 	c := clustertest.Start(t, func(cfg *localcluster.Config) { cfg.Primaries, cfg.Replicas, cfg.OwnAddrs = 1, 1, true })
-	s := redisstore.NewBookings(newRouterFor(t, c), 1)
+	s := redisstore.NewBookings(newRouterFor(t, c), 1, partitions(t, 8))
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	b, created, err := s.Create(ctx, booking.Booking{ID: "bk-cut-off", RiderID: "r1", Service: "car", Status: booking.Searching,

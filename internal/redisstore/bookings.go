@@ -7,17 +7,19 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/apollo-platform/apollo/internal/booking"
+	"github.com/apollo-platform/apollo/internal/fleet"
 	"github.com/apollo-platform/apollo/internal/redisroute"
 )
 
 // Booking keys:
 //
 //	apollo:bk:{<id>}    hash  json (the booking), v (version)
-//	apollo:bk:open      zset  bookings not yet final, scored by when they are due next (ms)
+//
+// and the open-bookings index, partitioned (see Partitions).
 func bookingKey(id string) string { return "apollo:bk:{" + id + "}" }
-
-const openBookingsKey = "apollo:bk:open"
 
 // bookingTTL: bookings are kept a week, then Redis drops them.
 const bookingTTL = 7 * 24 * time.Hour
@@ -48,9 +50,21 @@ redis.call('DEL', KEYS[1])
 return 1
 `
 
+// claimOpenScript is claimScript on a partition of the open index
+// (KEYS[1]) for the holder of its lease (KEYS[2]) with token ARGV[4]:
+// false, and nothing claimed, if the lease carries another token. An
+// empty token claims unfenced.
+const claimOpenScript = `
+if ARGV[4] ~= '' and redis.call('GET', KEYS[2]) ~= ARGV[4] then return false end
+local ids = redis.call('ZRANGE', KEYS[1], '-inf', ARGV[1], 'BYSCORE', 'LIMIT', 0, ARGV[3])
+for _, id in ipairs(ids) do redis.call('ZADD', KEYS[1], 'XX', ARGV[2], id) end
+return ids
+`
+
 // Bookings implements booking.Store on Redis.
 type Bookings struct {
 	r        router
+	ps       Partitions
 	create   script
 	update   script
 	claim    script
@@ -60,11 +74,15 @@ type Bookings struct {
 	acks int
 }
 
-// NewBookings returns the booking store; acks replicas must confirm writes.
-func NewBookings(r router, acks int) *Bookings {
-	return &Bookings{r: r, create: newScript(createBookingScript), update: newScript(updateBookingScript),
-		claim: newScript(claimScript), withdraw: newScript(withdrawScript), acks: acks}
+// NewBookings returns the booking store, its open index split into the
+// partitions ps; acks replicas must confirm writes.
+func NewBookings(r router, acks int, ps Partitions) *Bookings {
+	return &Bookings{r: r, ps: ps, create: newScript(createBookingScript), update: newScript(updateBookingScript),
+		claim: newScript(claimOpenScript), withdraw: newScript(withdrawScript), acks: acks}
 }
+
+// Partitions is how the open index is split.
+func (s *Bookings) Partitions() Partitions { return s.ps }
 
 // Create stores b (version 1) unless its ID exists. A write the replicas
 // did not confirm is an error (booking.ErrUnconfirmed, with
@@ -185,30 +203,48 @@ func (s *Bookings) openEntry(b booking.Booking) redisroute.Cmd {
 	if due.IsZero() {
 		due = b.Deadline
 	}
-	return redisroute.Write("ZADD", openBookingsKey, due.UnixMilli(), b.ID)
+	return redisroute.Write("ZADD", s.ps.openKeyOf(b.ID), due.UnixMilli(), b.ID)
 }
 
-// Claim takes up to limit open bookings due by now, earliest first, and
-// makes them due again at now+hold.
-func (s *Bookings) Claim(ctx context.Context, now time.Time, hold time.Duration, limit int) ([]string, error) {
-	res := s.claim.run(ctx, s.r, openBookingsKey, now.UnixMilli(), now.Add(hold).UnixMilli(), limit)
-	if res.Err != nil {
-		return nil, storeErr(res.Err)
+// Claim takes up to limit open bookings due by now, split evenly over the
+// partitions of the leases (earliest first in each), and makes them due
+// again at now+hold, in one round trip per shard. A partition whose lease
+// carries another token than the one given claims nothing
+// (fleet.ErrLeaseLost, joined to what the others claimed).
+func (s *Bookings) Claim(ctx context.Context, leases []fleet.Lease, now time.Time, hold time.Duration, limit int) ([]string, error) {
+	per := max(1, (limit+len(leases)-1)/max(len(leases), 1))
+	cmds := make([]redisroute.Cmd, 0, len(leases))
+	for _, l := range leases {
+		if l.Partition < 0 || l.Partition >= s.ps.Count() {
+			return nil, fmt.Errorf("claim: partition %d of %d", l.Partition, s.ps.Count())
+		}
+		cmds = append(cmds, s.claim.cmdKeys([]string{s.ps.OpenKey(l.Partition), s.ps.leaseKey(l.Partition)},
+			now.UnixMilli(), now.Add(hold).UnixMilli(), per, l.Token))
 	}
-	vals, _ := res.Val.([]any)
-	ids := make([]string, 0, len(vals))
-	for _, v := range vals {
-		if id, ok := v.(string); ok {
-			ids = append(ids, id)
+	var ids []string
+	var errs []error
+	for i, res := range s.claim.exec(ctx, s.r, cmds) {
+		switch {
+		case errors.Is(res.Err, redis.Nil), res.Err == nil && res.Val == nil: // false: not the lease's holder
+			errs = append(errs, fmt.Errorf("claim partition %d: %w", leases[i].Partition, fleet.ErrLeaseLost))
+		case res.Err != nil:
+			errs = append(errs, fmt.Errorf("claim partition %d: %w", leases[i].Partition, storeErr(res.Err)))
+		default:
+			vals, _ := res.Val.([]any)
+			for _, v := range vals {
+				if id, ok := v.(string); ok {
+					ids = append(ids, id)
+				}
+			}
 		}
 	}
-	return ids, nil
+	return ids, errors.Join(errs...)
 }
 
 // Schedule makes an open booking due at `at`; one no longer indexed (it
 // ended, and was forgotten) is not added back.
 func (s *Bookings) Schedule(ctx context.Context, id string, at time.Time) error {
-	return storeErr(s.r.Exec(ctx, []redisroute.Cmd{redisroute.Write("ZADD", openBookingsKey, "XX", at.UnixMilli(), id)}).Err())
+	return storeErr(s.r.Exec(ctx, []redisroute.Cmd{redisroute.Write("ZADD", s.ps.openKeyOf(id), "XX", at.UnixMilli(), id)}).Err())
 }
 
 // Withdraw deletes b if nothing changed it since it was created (version
@@ -226,7 +262,7 @@ func (s *Bookings) Withdraw(ctx context.Context, b booking.Booking) error {
 
 // Forget removes a booking from the open index.
 func (s *Bookings) Forget(ctx context.Context, id string) error {
-	return s.r.Exec(ctx, []redisroute.Cmd{redisroute.Write("ZREM", openBookingsKey, id)}).Err()
+	return s.r.Exec(ctx, []redisroute.Cmd{redisroute.Write("ZREM", s.ps.openKeyOf(id), id)}).Err()
 }
 
 func decodeBooking(v any) (booking.Booking, error) {

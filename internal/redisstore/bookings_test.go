@@ -8,13 +8,14 @@ import (
 
 	"github.com/apollo-platform/apollo/internal/booking"
 	"github.com/apollo-platform/apollo/internal/driver"
+	"github.com/apollo-platform/apollo/internal/fleet"
 	"github.com/apollo-platform/apollo/internal/localcluster/clustertest"
 	"github.com/apollo-platform/apollo/internal/redisstore"
 )
 
 func TestBookingsCreateIsIdempotentAndUpdatesCompareVersions(t *testing.T) {
 	c := clustertest.Start(t)
-	s := redisstore.NewBookings(newRouterFor(t, c), 1)
+	s := redisstore.NewBookings(newRouterFor(t, c), 1, partitions(t, 8))
 	ctx := context.Background()
 	now := time.Unix(1_800_000_000, 0).UTC()
 	b := booking.Booking{ID: "bk-1", RiderID: "r1", Service: "car", Pickup: driver.Location{Lat: 1.3, Lng: 103.8},
@@ -29,7 +30,7 @@ func TestBookingsCreateIsIdempotentAndUpdatesCompareVersions(t *testing.T) {
 	if err != nil || created || got.RiderID != "r1" {
 		t.Fatalf("second Create = %+v, %v, %v; want the first booking back", got, created, err)
 	}
-	if ids, err := s.Claim(ctx, now.Add(time.Minute), time.Second, 10); err != nil || len(ids) != 1 || ids[0] != "bk-1" {
+	if ids, err := s.Claim(ctx, fleet.Alone(8).Owned(), now.Add(time.Minute), time.Second, 10); err != nil || len(ids) != 1 || ids[0] != "bk-1" {
 		t.Fatalf("Claim = %v, %v", ids, err)
 	}
 	cur, err := s.Get(ctx, "bk-1")
@@ -44,7 +45,7 @@ func TestBookingsCreateIsIdempotentAndUpdatesCompareVersions(t *testing.T) {
 	if err := s.Update(ctx, cur, next); !errors.Is(err, redisstore.ErrConflict) {
 		t.Errorf("stale Update = %v, want ErrConflict", err)
 	}
-	if ids, _ := s.Claim(ctx, now.Add(time.Hour), time.Second, 10); len(ids) != 0 {
+	if ids, _ := s.Claim(ctx, fleet.Alone(8).Owned(), now.Add(time.Hour), time.Second, 10); len(ids) != 0 {
 		t.Errorf("a cancelled booking is still open: %v", ids)
 	}
 	if _, err := s.Get(ctx, "bk-none"); !errors.Is(err, booking.ErrNotFound) {

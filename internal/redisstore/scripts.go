@@ -121,6 +121,17 @@ func (s script) cmd(key string, args ...any) redisroute.Cmd {
 	return redisroute.Cmd{Args: append([]any{"EVALSHA", s.sha, 1, key}, args...), Key: key, Write: true}
 }
 
+// cmdKeys is the script as a write on keys that share a slot (the first
+// one routes it), run by SHA.
+func (s script) cmdKeys(keys []string, args ...any) redisroute.Cmd {
+	a := make([]any, 0, 3+len(keys)+len(args))
+	a = append(a, "EVALSHA", s.sha, len(keys))
+	for _, k := range keys {
+		a = append(a, k)
+	}
+	return redisroute.Cmd{Args: append(a, args...), Key: keys[0], Write: true}
+}
+
 // exec runs script commands (built with cmd) in one pipeline. A NOSCRIPT
 // reply means nothing ran, so those commands are sent again with the
 // source, which is safe even for writes.

@@ -20,6 +20,7 @@ import (
 
 	"github.com/apollo-platform/apollo/internal/booking"
 	"github.com/apollo-platform/apollo/internal/driver"
+	"github.com/apollo-platform/apollo/internal/fleet"
 	"github.com/apollo-platform/apollo/internal/localcluster"
 	"github.com/apollo-platform/apollo/internal/redisroute"
 	"github.com/apollo-platform/apollo/internal/redisstore"
@@ -230,7 +231,11 @@ func readFinal(ctx context.Context, c *localcluster.Cluster, instances []*Instan
 		return f, err
 	}
 	defer r.Close()
-	bs := redisstore.NewBookings(r, 0)
+	ps, err := redisstore.NewPartitions(fleet.DefaultConfig().Partitions)
+	if err != nil {
+		return f, err
+	}
+	bs := redisstore.NewBookings(r, 0, ps)
 	for _, id := range bookingIDs {
 		b, err := bs.Get(ctx, id)
 		if errors.Is(err, booking.ErrNotFound) {
