@@ -38,6 +38,7 @@ func commands() []command {
 		{"drill", "reproduce the 2019 incident and other failures; compare clients", runDrill},
 		{"spike", "flood one area with bookings and show what Spampede does for everyone else", runSpike},
 		{"check", "inspect a Redis Cluster for the risks of the 2019 incident", runCheck},
+		{"capacity", "measure how a fleet of instances shares the background booking work", runCapacity},
 		{"verify", "check the guarantees from recorded histories under a nemesis of faults", runVerify},
 		{"cluster", "run a throwaway local Redis Cluster (up | status | down)", runCluster},
 		{"version", "print the version and build information", runVersion},

@@ -1,0 +1,50 @@
+package capacity
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// TestTwoInstancesDoTheBackgroundWorkOfOne is a short `apollo capacity`:
+// with every instance claiming from the whole index, two instances would
+// make about twice the allocation attempts of one.
+func TestTwoInstancesDoTheBackgroundWorkOfOne(t *testing.T) {
+	cfg := DefaultFleetConfig()
+	cfg.Instances, cfg.Bookings, cfg.CreateOver, cfg.AllocationTimeout = []int{1, 2}, 60, 2*time.Second, 8*time.Second
+	rows, err := Fleet(context.Background(), cfg, t.Logf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	one, two := rows[0], rows[1]
+	for _, r := range rows {
+		if r.StillOpen != 0 {
+			t.Errorf("%d instances: %d bookings still open after their deadline", r.Instances, r.StillOpen)
+		}
+		if r.BusiestShare > 1.5 {
+			t.Errorf("%d instances: the busiest shard took %.2f × the mean share of index commands %v", r.Instances, r.BusiestShare, r.IndexByShard)
+		}
+	}
+	if ratio := two.AttemptsPerBooking / one.AttemptsPerBooking; ratio > 1.2 || ratio < 0.8 {
+		t.Errorf("attempts per booking: %.2f with one instance, %.2f with two (%.2f ×): the work is not shared", one.AttemptsPerBooking, two.AttemptsPerBooking, ratio)
+	}
+	// What the leases save: with every instance claiming from every
+	// partition, the claims alone would double.
+	if ratio := float64(sum(two.IndexByShard)) / float64(sum(one.IndexByShard)); ratio > 1.25 {
+		t.Errorf("open-index commands: %v with one instance, %v with two (%.2f ×): every instance claims from every partition", one.IndexByShard, two.IndexByShard, ratio)
+	}
+	if ratio := two.CommandsPerBookingSecond / one.CommandsPerBookingSecond; ratio > 1.25 {
+		t.Errorf("Redis commands per open booking per second: %.2f with one instance, %.2f with two (%.2f ×)", one.CommandsPerBookingSecond, two.CommandsPerBookingSecond, ratio)
+	}
+}
+
+func sum(xs []int64) (n int64) {
+	for _, x := range xs {
+		n += x
+	}
+	return n
+}
