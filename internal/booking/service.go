@@ -69,6 +69,8 @@ type Store interface {
 // due bookings its workers claim (a fleet.Member, or fleet.Alone).
 type Shares interface {
 	Owned() []fleet.Lease
+	// Gained fires when partitions were added: they are scanned at once.
+	Gained() <-chan struct{}
 }
 
 // Reservations lists the drivers whose reservation lapsed, for the sweep.

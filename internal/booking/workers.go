@@ -63,6 +63,7 @@ func (s *Service) scan() {
 		case <-s.stop:
 			return
 		case <-tick.C:
+		case <-s.shares.Gained():
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), s.cfg.ScanEvery)
 		owned := s.shares.Owned()

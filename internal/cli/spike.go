@@ -15,7 +15,8 @@ import (
 )
 
 const spikeSynopsis = `spike [--duration 120s] [--base-rate R] [--spike-multiplier 20] [--hotspot lat,lng]
-      [--radius-m 800] [--modes off,shadow,on] [--outage] [--json F] [--html F] [--svg F]
+      [--radius-m 800] [--modes off,shadow,on] [--instances N] [--outage | --crash]
+      [--json F] [--html F] [--svg F]
 
 Prove Spampede: a synthetic Singapore (drivers going on and off line, moving,
 accepting or declining, driving trips; riders booking at a base rate) drives
@@ -38,6 +39,15 @@ Allocation does the work of a dispatch engine: each attempt holds one of
 admitted booking each second until --allocation-timeout. That shared capacity
 is what a flood of bookings no driver can take exhausts.
 
+--instances N runs N Apollo instances on the cluster, sharing the open
+bookings through partition leases; riders' and drivers' calls go to them in
+turn, as through a load balancer, and one dispatch engine serves them all.
+
+--crash (with --instances 2 or more) instead runs Spampede on with the last
+instance crashed at --crash-at (no hand-back, as SIGKILL, in process) and
+restarted --crash-for later: it reports how soon the bookings the dead
+instance held were claimed again, and whether any stayed open.
+
 --outage instead runs Spampede on with every Redis node paused for
 --outage-for from --outage-at: admission fails open, bookings fail with 503,
 then recover.`
@@ -56,6 +66,10 @@ func runSpike(ctx context.Context, e env, args []string) error {
 	fs.BoolVar(&cfg.RepeatBaseline, "repeat-baseline", cfg.RepeatBaseline, "run the no-spike baseline twice, to show how much two identical runs differ on this machine")
 	fs.IntVar(&cfg.Rounds, "rounds", cfg.Rounds, "run everything this many times and also compare the rounds' riders pooled: a p99 of a few hundred riders moves with the machine's other work")
 	fs.BoolVar(&cfg.NoFilterBaseline, "no-filter-baseline", cfg.NoFilterBaseline, "also run the no-spike city without the Spampede rule, to show what the filter costs every booking")
+	fs.IntVar(&cfg.Instances, "instances", cfg.Instances, "Apollo instances sharing the work behind a round-robin load balancer")
+	fs.BoolVar(&cfg.Crash, "crash", false, "run the instance-crash variant instead of the mode comparison (needs --instances 2 or more)")
+	fs.DurationVar(&cfg.CrashAt, "crash-at", cfg.CrashAt, "when the last instance crashes (--crash)")
+	fs.DurationVar(&cfg.CrashFor, "crash-for", cfg.CrashFor, "how long it stays down (--crash)")
 	fs.BoolVar(&cfg.Outage, "outage", false, "run the Redis-outage variant instead of the mode comparison")
 	fs.DurationVar(&cfg.OutageAt, "outage-at", cfg.OutageAt, "when every Redis node is paused (--outage)")
 	fs.DurationVar(&cfg.OutageFor, "outage-for", cfg.OutageFor, "how long Redis stays paused (--outage)")

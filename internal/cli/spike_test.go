@@ -170,3 +170,30 @@ func TestSpikeOutageFailsOpenThenRecovers(t *testing.T) {
 		t.Errorf("after the outage: %d of %d outside got a driver, %d failed", after.Allocated, after.Requested, after.Failed)
 	}
 }
+
+// One of two instances crashes mid-storm (no hand-back) and comes back:
+// every booking it held that was due or claimed is claimed again by the
+// survivor, no admitted booking is left open, and no rider's booking
+// fails for it.
+func TestSpikeInstanceCrashLeavesNoBookingBehind(t *testing.T) {
+	rep, _ := runSpikeForTest(t, "--instances", "2", "--crash", "--duration", "30s", "--storm-start", "5s", "--storm-end", "25s",
+		"--drivers", "800", "--allocation-timeout", "4s", "--crash-at", "10s", "--crash-for", "8s", "--replicas", "1")
+	if len(rep.Runs) != 1 || rep.Runs[0].Crash == nil {
+		t.Fatalf("runs: %+v", rep.Runs)
+	}
+	r := rep.Runs[0]
+	c := r.Crash
+	t.Logf("crash: %+v", *c)
+	if c.Partitions == 0 || c.RestartS == 0 {
+		t.Errorf("the crashed instance held %d partitions and came back at %.1fs", c.Partitions, c.RestartS)
+	}
+	if c.Open == 0 || c.Reclaimed != c.Open {
+		t.Errorf("%d of the crashed instance's %d open bookings were never worked again", c.Open-c.Reclaimed, c.Open)
+	}
+	if c.Overdue != 0 || r.Inside.Pending+r.Outside.Pending != 0 {
+		t.Errorf("%d admitted bookings still searching past their deadline, %d not found settled: %v", c.Overdue, r.Inside.Pending+r.Outside.Pending, r.Errors)
+	}
+	if r.Outside.Failed+r.Inside.Failed != 0 {
+		t.Errorf("%d bookings failed: %v", r.Outside.Failed+r.Inside.Failed, r.Errors)
+	}
+}

@@ -57,6 +57,7 @@ type Member struct {
 	mu    sync.Mutex
 	owned map[int]held
 
+	gained  chan struct{} // a signal: partitions were acquired
 	stop    chan struct{}
 	done    chan struct{} // closed when the loop ends, or by the first Stop of a member never started
 	started bool
@@ -76,8 +77,13 @@ func NewMember(cfg Config, id string, s Store, now func() time.Time, reg prometh
 		return nil, err
 	}
 	return &Member{cfg: cfg, id: id, store: s, now: now, log: log, m: m, owned: map[int]held{},
-		stop: make(chan struct{}), done: make(chan struct{})}, nil
+		gained: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}, nil
 }
+
+// Gained signals (without blocking the member) that partitions were
+// acquired: their due bookings, a crashed member's among them, can be
+// claimed at once rather than at the next scan.
+func (m *Member) Gained() <-chan struct{} { return m.gained }
 
 // ID is the member's name in the fleet.
 func (m *Member) ID() string { return m.id }
@@ -215,6 +221,7 @@ func (m *Member) Rebalance(ctx context.Context) {
 			}
 		}
 	}
+	gained := false
 	for p := range want {
 		if _, ok := owned[p]; ok {
 			continue
@@ -225,6 +232,7 @@ func (m *Member) Rebalance(ctx context.Context) {
 		}
 		owned[p] = held{Lease: l, until: start.Add(m.cfg.LeaseTTL)}
 		m.m.changes.WithLabelValues("acquired").Inc()
+		gained = true
 	}
 	for p, h := range owned {
 		if !m.now().Before(h.until) {
@@ -235,6 +243,12 @@ func (m *Member) Rebalance(ctx context.Context) {
 	m.mu.Lock()
 	m.owned = owned
 	m.mu.Unlock()
+	if gained {
+		select {
+		case m.gained <- struct{}{}:
+		default:
+		}
+	}
 	m.m.owned.Set(float64(len(owned)))
 	m.m.members.Set(float64(max(len(members), 1)))
 }

@@ -34,3 +34,6 @@ func (a Alone) Owned() []Lease {
 	}
 	return out
 }
+
+// Gained never fires: an Alone's partitions never change.
+func (Alone) Gained() <-chan struct{} { return nil }

@@ -47,6 +47,14 @@ type Config struct {
 	// from OutageAt, instead of the mode comparison.
 	Outage              bool
 	OutageAt, OutageFor time.Duration
+	// Instances is how many Apollo instances share the work, behind a
+	// round-robin load balancer.
+	Instances int
+	// Crash runs one "on" run with the last instance crashed (no
+	// hand-back: as SIGKILL) at CrashAt and restarted CrashFor later,
+	// instead of the mode comparison.
+	Crash             bool
+	CrashAt, CrashFor time.Duration
 
 	Drivers           int
 	AllocationTimeout time.Duration
@@ -90,7 +98,7 @@ func DefaultConfig() Config {
 		Seed: 1, Duration: 120 * time.Second, StormStart: 20 * time.Second, StormEnd: 100 * time.Second,
 		BaseRate: 10, SpikeMultiplier: 20, Hotspot: DefaultHotspot(rule.CellBits), RadiusM: 800,
 		Modes: []string{ModeOff, ModeShadow, ModeOn}, RepeatBaseline: true, NoFilterBaseline: true, Rounds: 1,
-		OutageAt: 50 * time.Second, OutageFor: 10 * time.Second,
+		OutageAt: 50 * time.Second, OutageFor: 10 * time.Second, Instances: 1, CrashAt: 50 * time.Second, CrashFor: 10 * time.Second,
 		Drivers: 2000, AllocationTimeout: 10 * time.Second, AllocCost: 5 * time.Millisecond, AllocSlots: 4, Workers: 4,
 		CountAt: booking.DefaultConfig().CountAt, CountRejectedEvery: spampede.DefaultConfig().CountRejectedEvery,
 		Rule: rule, Cluster: localcluster.DefaultConfig(), City: sim.Singapore(),
@@ -113,6 +121,12 @@ func (c Config) Validate() error {
 	}
 	if c.Outage && (c.OutageAt <= 0 || c.OutageFor <= 0 || c.OutageAt+c.OutageFor >= c.Duration) {
 		errs = append(errs, fmt.Errorf("the outage (%s from %s) must end within the run (%s)", c.OutageFor, c.OutageAt, c.Duration))
+	}
+	if c.Instances < 1 || c.Instances > 8 {
+		errs = append(errs, fmt.Errorf("instances must be within [1, 8], got %d", c.Instances))
+	}
+	if c.Crash && (c.Instances < 2 || c.Outage || c.Rounds > 1 || c.CrashAt <= 0 || c.CrashFor <= 0 || c.CrashAt+c.CrashFor >= c.Duration) {
+		errs = append(errs, fmt.Errorf("the instance crash needs at least 2 instances, one round, no outage, and must end within the run (%s from %s in %s)", c.CrashFor, c.CrashAt, c.Duration))
 	}
 	if c.Rounds < 1 || c.Rounds > 10 {
 		errs = append(errs, fmt.Errorf("rounds must be within [1, 10], got %d", c.Rounds))

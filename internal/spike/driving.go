@@ -20,7 +20,7 @@ const maxInFlight = 2048
 // driving is the simulated city of one run: riders booking, a fleet
 // answering and driving, and what became of each rider.
 type driving struct {
-	svc   *service
+	svc   *instances
 	fleet *sim.Fleet
 	fates []fate
 	index map[string]int // booking ID → fate, for the drivers
@@ -28,7 +28,7 @@ type driving struct {
 	mu sync.Mutex // guards index and fates[i].tripAt once riding
 }
 
-func newDriving(cfg Config, svc *service, arrivals []sim.Arrival) (*driving, error) {
+func newDriving(cfg Config, svc *instances, arrivals []sim.Arrival) (*driving, error) {
 	d := &driving{svc: svc, fates: make([]fate, len(arrivals)), index: map[string]int{}}
 	for i, a := range arrivals {
 		d.fates[i].arr = a
@@ -39,7 +39,7 @@ func newDriving(cfg Config, svc *service, arrivals []sim.Arrival) (*driving, err
 	fc.AvoidCenter, fc.AvoidRadiusM = cfg.Hotspot, cfg.RadiusM
 	fc.Behaviour = &sim.Behaviour{AcceptProb: 0.9, TripDuration: 60 * time.Second, ChurnProb: 0.002,
 		Trips: d.trip, OnEvent: d.onDriverEvent}
-	f, err := sim.NewFleet(fc, svc.drivers)
+	f, err := sim.NewFleet(fc, svc)
 	if err != nil {
 		return nil, err
 	}
@@ -107,7 +107,7 @@ func (d *driving) book(ctx context.Context, i int) {
 	cctx, cancel := context.WithTimeout(withProbe(ctx, &outcome), 5*time.Second)
 	defer cancel()
 	t0 := time.Now()
-	b, err := d.svc.bookings.Create(cctx, req)
+	b, err := d.svc.Create(cctx, req)
 	f.latency, f.sent, f.outcome = time.Since(t0), true, outcome
 	var hd *booking.HighDemandError
 	switch {
@@ -137,16 +137,33 @@ func (d *driving) settle(ctx context.Context) {
 		wg.Add(1)
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			b, err := d.svc.bookings.Get(ctx, f.bookingID)
+			b, err := d.svc.Get(ctx, f.bookingID)
 			if err != nil {
 				f.status, f.settleErr = booking.Searching, err
 				return
 			}
 			f.status = b.Status
+			f.overdue = b.Status == booking.Searching && time.Since(b.Deadline) > overdueAfter
 			if !b.AllocatedAt.IsZero() {
 				f.allocIn = b.AllocatedAt.Sub(b.CreatedAt)
 			}
 		}()
 	}
 	wg.Wait()
+}
+
+// overdueAfter is how long past its deadline a booking may still be
+// searching: two scans, and the rest of a claim hold.
+const overdueAfter = 2 * time.Second
+
+// overdue counts the admitted bookings still searching well past their
+// deadline when the run settled.
+func (d *driving) overdue() int {
+	n := 0
+	for i := range d.fates {
+		if d.fates[i].overdue {
+			n++
+		}
+	}
+	return n
 }

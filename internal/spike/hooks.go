@@ -42,10 +42,6 @@ type engine struct {
 	slots chan struct{}
 }
 
-func newEngine(a booking.Allocator, cost time.Duration, slots int) *engine {
-	return &engine{Allocator: a, cost: cost, slots: make(chan struct{}, slots)}
-}
-
 func (e *engine) Allocate(ctx context.Context, bookingID, service string, pickup driver.Location, now time.Time) (string, time.Time, error) {
 	select {
 	case e.slots <- struct{}{}:

@@ -34,6 +34,8 @@ type Settings struct {
 	Primaries          int           `json:"primaries"`
 	Replicas           int           `json:"replicas"`
 	Outage             *Window       `json:"outage,omitempty"`
+	Instances          int           `json:"instances,omitempty"`
+	Crash              *Window       `json:"crash,omitempty"` // the crashed instance was down
 }
 
 // Window is a span of the run, in seconds since it began.
@@ -82,6 +84,7 @@ type Run struct {
 	RedisCmds      int64         `json:"redis_cmds"`
 	Grid           []CellStat    `json:"grid"`
 	Errors         []string      `json:"errors,omitempty"` // a sample of unexpected errors
+	Crash          *CrashResult  `json:"crash,omitempty"`  // the instance-crash variant
 }
 
 // Second is what happened to the bookings requested in one second.

@@ -2,16 +2,11 @@ package spike
 
 import (
 	"context"
-	"encoding/json"
+	"errors"
 	"fmt"
-	"log/slog"
-	"os"
-	"path/filepath"
 	"sync"
 	"time"
 
-	"github.com/apollo-platform/apollo/internal/app"
-	"github.com/apollo-platform/apollo/internal/booking"
 	"github.com/apollo-platform/apollo/internal/localcluster"
 	"github.com/apollo-platform/apollo/internal/sim"
 )
@@ -25,6 +20,7 @@ type plan struct {
 	round      int // from 1
 	storm      bool
 	outage     bool
+	crash      bool
 }
 
 // runOne starts a fresh cluster and the service, drives the city through
@@ -40,7 +36,7 @@ func runOne(ctx context.Context, cfg Config, p plan, say Progress) (Run, samples
 		return Run{}, samples{}, err
 	}
 	defer c.Close()
-	svc, err := startService(ctx, cfg, c, p.mode)
+	svc, err := startInstances(ctx, cfg, c, p.mode)
 	if err != nil {
 		return Run{}, samples{}, err
 	}
@@ -64,6 +60,19 @@ func runOne(ctx context.Context, cfg Config, p plan, say Progress) (Run, samples
 		wg.Add(1)
 		go func() { defer wg.Done(); pauseAll(runCtx, c, start, cfg.OutageAt, cfg.OutageFor, say) }()
 	}
+	var crash *CrashResult
+	var crashErr error
+	if p.crash {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			crash, crashErr = crashOne(runCtx, cfg, svc, c, start)
+			if crash != nil {
+				say("instance-crash: instance %d crashed at %.0fs holding %d partitions and %d open bookings (%d due by its leases' end); %d worked again, those due at most %.1fs after the crash; %d late",
+					cfg.Instances, crash.AtS, crash.Partitions, crash.Open, crash.DueByLease, crash.Reclaimed, crash.MaxAfterS, crash.Late)
+			}
+		}()
+	}
 	say("%s: %d riders over %s (Spampede %s)", p.name, len(arrivals), cfg.Duration, p.mode)
 	err = d.ride(runCtx, start, say)
 	if err == nil {
@@ -78,56 +87,15 @@ func runOne(ctx context.Context, cfg Config, p plan, say Progress) (Run, samples
 	if err != nil {
 		return Run{}, samples{}, err
 	}
+	if crashErr != nil && !errors.Is(crashErr, context.Canceled) {
+		return Run{}, samples{}, crashErr
+	}
 	run, smp := d.result(cfg, p, start, redis)
+	if crash != nil {
+		crash.Overdue = d.overdue()
+		run.Crash = crash
+	}
 	return run, smp, nil
-}
-
-// service is Apollo running in this process.
-type service struct {
-	bookings *booking.Service
-	drivers  app.DriversWithBookings
-	stop     func()
-}
-
-// startService wires Apollo as apollo serve would, plus the drill's hooks,
-// with the rules of the mode. In process rather than over HTTP: on a
-// two-core machine the HTTP layer's CPU would come out of Redis's and the
-// pipeline's share and blur what the drill measures; the pipeline and the
-// driver API it drives are the same code the HTTP handlers call, and the
-// HTTP layer has its own end-to-end tests.
-func startService(ctx context.Context, cfg Config, c *localcluster.Cluster, mode string) (*service, error) {
-	rules, err := json.Marshal(cfg.rules(mode))
-	if err != nil {
-		return nil, err
-	}
-	rulesFile := filepath.Join(c.Dir(), "spampede-rules.json")
-	if err := os.WriteFile(rulesFile, rules, 0o600); err != nil {
-		return nil, err
-	}
-	acfg := app.DefaultConfig()
-	acfg.Redis.Addrs = c.Addrs()
-	acfg.Listen, acfg.AdminListen, acfg.DrainDelay = "127.0.0.1:0", "127.0.0.1:0", 0
-	acfg.SpampedeRulesFile = rulesFile
-	acfg.Booking.AllocationTimeout, acfg.Booking.Workers, acfg.Booking.CountAt = cfg.AllocationTimeout, cfg.Workers, cfg.CountAt
-	acfg.Spampede.CountRejectedEvery = cfg.CountRejectedEvery
-	if cfg.Cluster.Replicas == 0 {
-		acfg.BookingAcks = 0
-	}
-	log := slog.New(slog.DiscardHandler)
-	a, err := app.New(ctx, acfg, log,
-		app.WrapAdmitter(func(a booking.Admitter) booking.Admitter { return observed{a} }),
-		app.WrapAllocator(func(a booking.Allocator) booking.Allocator { return newEngine(a, cfg.AllocCost, cfg.AllocSlots) }))
-	if err != nil {
-		return nil, err
-	}
-	if err := a.Listen(); err != nil {
-		a.Close()
-		return nil, err
-	}
-	sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	done := make(chan error, 1)
-	go func() { done <- a.Serve(sctx) }()
-	return &service{bookings: a.Bookings(), drivers: a.DriverAPI(), stop: func() { cancel(); <-done }}, nil
 }
 
 // pauseAll hangs every Redis node for d from at, then resumes them.
@@ -195,6 +163,9 @@ func (c Config) plans() []plan {
 	if c.Outage {
 		return []plan{{name: "outage", mode: ModeOn, round: 1, storm: true, outage: true}}
 	}
+	if c.Crash {
+		return []plan{{name: "instance-crash", mode: ModeOn, round: 1, storm: true, crash: true}}
+	}
 	var plans []plan
 	for round := 1; round <= c.Rounds; round++ {
 		add := func(name, mode string, storm bool) {
@@ -218,9 +189,12 @@ func (c Config) settings() Settings {
 	s := Settings{Seed: c.Seed, Rounds: c.Rounds, Duration: c.Duration, StormStart: c.StormStart, StormEnd: c.StormEnd, BaseRate: c.BaseRate,
 		SpikeMultiplier: c.SpikeMultiplier, Drivers: c.Drivers, AllocationTimeout: c.AllocationTimeout, AllocCost: c.AllocCost,
 		AllocSlots: c.AllocSlots, Workers: c.Workers, CountAt: string(c.CountAt), CountRejectedEvery: c.CountRejectedEvery, CellBits: c.Rule.CellBits, BucketSeconds: c.Rule.BucketSeconds,
-		Threshold: c.Rule.Threshold, HoldDownSeconds: c.Rule.HoldDownSeconds, Primaries: c.Cluster.Primaries, Replicas: c.Cluster.Replicas}
+		Threshold: c.Rule.Threshold, HoldDownSeconds: c.Rule.HoldDownSeconds, Primaries: c.Cluster.Primaries, Replicas: c.Cluster.Replicas, Instances: c.Instances}
 	if c.Outage {
 		s.Outage = &Window{From: c.OutageAt.Seconds(), To: (c.OutageAt + c.OutageFor).Seconds()}
+	}
+	if c.Crash {
+		s.Crash = &Window{From: c.CrashAt.Seconds(), To: (c.CrashAt + c.CrashFor).Seconds()}
 	}
 	return s
 }

@@ -20,6 +20,7 @@ type fate struct {
 	settleErr error            // its final state could not be read
 	latency   time.Duration    // of the booking call
 	status    booking.Status   // at the end of the run
+	overdue   bool             // still searching well past its deadline at the end
 	allocIn   time.Duration    // request to driver; 0: never
 	tripAt    time.Time        // a driver started the trip; zero: never
 }

@@ -22,8 +22,20 @@ func WriteTable(w io.Writer, r *Report) error {
 				100*c.Success(), c.LatencyP50, c.LatencyP99, c.AllocP99, c.FailedP99)
 		}
 	}
-	if err := tw.Flush(); err != nil || len(r.Summary) == 0 {
+	if err := tw.Flush(); err != nil {
 		return err
+	}
+	for _, run := range r.Runs {
+		if c := run.Crash; c != nil {
+			fmt.Fprintf(w, "\ninstance-crash: instance %d of %d crashed at %.0fs (lease %.0fs) holding %d partitions, restarted at %.0fs\n",
+				r.Settings.Instances, r.Settings.Instances, c.AtS, c.LeaseS, c.Partitions, c.RestartS)
+			fmt.Fprintf(w, "  its open bookings: %d, worked again: %d; due or claimed by the lease's end: %d, worked again at most %.1fs after the crash; late (over 1 s past due or the lease's end): %d\n",
+				c.Open, c.Reclaimed, c.DueByLease, c.MaxAfterS, c.Late)
+			fmt.Fprintf(w, "  admitted bookings of the run still searching past their deadline at its end: %d\n", c.Overdue)
+		}
+	}
+	if len(r.Summary) == 0 {
+		return nil
 	}
 	fmt.Fprintln(w, "\noutside the hotspot, during the storm, against the no-spike baseline")
 	fmt.Fprintln(w, "(settled: once the storm's first allocation timeout has passed):")

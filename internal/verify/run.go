@@ -56,13 +56,16 @@ type Config struct {
 
 	// The instances' settings that bound G4/G5's slack.
 	ReservationTTL, AllocationTimeout, ScanEvery, ClaimHold time.Duration
+	// LeaseTTL and RenewEvery are the instances' partition leases: a
+	// killed instance's bookings wait for its leases to run out.
+	LeaseTTL, RenewEvery time.Duration
 }
 
 // DefaultConfig is a run of a minute with every fault.
 func DefaultConfig() Config {
 	return Config{Instances: 2, Duration: time.Minute, Faults: FaultNames(), FaultEvery: 3 * time.Second, FaultFor: 6 * time.Second,
 		Drivers: 12, Riders: 16, Seed: 1, ReservationTTL: 3 * time.Second, AllocationTimeout: 10 * time.Second,
-		ScanEvery: 250 * time.Millisecond, ClaimHold: 3 * time.Second, Persistence: localcluster.PersistenceAOF, Progress: io.Discard}
+		ScanEvery: 250 * time.Millisecond, ClaimHold: 3 * time.Second, LeaseTTL: 3 * time.Second, RenewEvery: 500 * time.Millisecond, Persistence: localcluster.PersistenceAOF, Progress: io.Discard}
 }
 
 // Validate reports an unusable config.
@@ -92,9 +95,12 @@ func (c Config) Validate() error {
 }
 
 // Slack is how late past a deadline or a reservation's end the checks
-// still accept a booking or a reservation being settled: a claim hold,
-// two scans and the sweep's grace.
-func (c Config) Slack() time.Duration { return c.ClaimHold + 2*c.ScanEvery + 2*time.Second }
+// still accept a booking or a reservation being settled: a claim hold or
+// the takeover of a killed instance's partitions (its lease and a
+// rebalance), whichever is longer, two scans and the sweep's grace.
+func (c Config) Slack() time.Duration {
+	return max(c.ClaimHold, c.LeaseTTL+c.RenewEvery) + 2*c.ScanEvery + 2*time.Second
+}
 
 // Run starts a local 3 × 2 cluster and the instances, runs the workload
 // under the nemesis, lets the instances settle, and returns the history
@@ -132,6 +138,7 @@ func Run(ctx context.Context, cfg Config) (h History, err error) {
 	args := []string{"--redis-addrs", strings.Join(c.Addrs(), ","), "--log-format", "json",
 		"--reservation-ttl", cfg.ReservationTTL.String(), "--allocation-timeout", cfg.AllocationTimeout.String(),
 		"--booking-scan-every", cfg.ScanEvery.String(), "--booking-claim-hold", cfg.ClaimHold.String(),
+		"--lease-ttl", cfg.LeaseTTL.String(), "--lease-renew-every", cfg.RenewEvery.String(),
 		"--retry-min", "200ms", "--retry-max", "1s", "--spampede-rules-file", rules}
 	args = supportedFlags(ctx, cfg.Bin, args)
 	var instances []*Instance
