@@ -73,6 +73,24 @@ type Shares interface {
 	Gained() <-chan struct{}
 }
 
+// Watcher is a store that can tell a long poll when a booking changes,
+// so that waiting costs nothing while nothing happens. A store without it
+// is polled.
+type Watcher interface {
+	// Watch returns once every change of booking id from now on is sure
+	// to be signalled on the Watch.
+	Watch(ctx context.Context, id string) (Watch, error)
+}
+
+// Watch hears one booking's changes: Changed fires on each (one pending
+// at most); Lost closes if changes may have been missed from some point
+// on (watch again, then read). Stop ends it.
+type Watch struct {
+	Changed <-chan struct{}
+	Lost    <-chan struct{}
+	Stop    func()
+}
+
 // Reservations lists the drivers whose reservation lapsed, for the sweep.
 type Reservations interface {
 	// ClaimLapsed returns up to limit drivers still reserved after their
@@ -299,8 +317,55 @@ func (s *Service) Get(ctx context.Context, id string) (Booking, error) {
 
 // Wait returns the booking once its version differs from `seen`, or when
 // ctx ends (then with the booking as it is). It is the long poll of
-// GET /v1/bookings/{id}?wait=.
+// GET /v1/bookings/{id}?wait=. With a store that is a Watcher it reads
+// the booking once, then again only when told it changed (or that a
+// change may have been missed); otherwise, and if watching fails, it
+// polls.
 func (s *Service) Wait(ctx context.Context, id string, seen int64) (Booking, error) {
+	if err := driver.ValidateID(id); err != nil {
+		return Booking{}, err
+	}
+	w, ok := s.store.(Watcher)
+	if !ok {
+		return s.poll(ctx, id, seen)
+	}
+	for {
+		watch, err := w.Watch(ctx, id)
+		if err != nil {
+			if ctx.Err() != nil {
+				return s.Get(context.WithoutCancel(ctx), id)
+			}
+			s.log.Debug("watch a booking; polling instead", "booking", id, "err", err)
+			return s.poll(ctx, id, seen)
+		}
+		b, lost, err := s.waitWatching(ctx, watch, id, seen)
+		watch.Stop()
+		if !lost {
+			return b, err
+		}
+	}
+}
+
+// waitWatching reads the booking, then again on each change signalled,
+// until it moved past seen or ctx ends; lost: the watch was lost first.
+func (s *Service) waitWatching(ctx context.Context, watch Watch, id string, seen int64) (b Booking, lost bool, err error) {
+	for {
+		b, err := s.Get(context.WithoutCancel(ctx), id)
+		if err != nil || b.Version != seen || b.Status.Final() {
+			return b, false, err
+		}
+		select {
+		case <-ctx.Done():
+			return b, false, nil
+		case <-watch.Lost:
+			return b, true, nil
+		case <-watch.Changed:
+		}
+	}
+}
+
+// poll is Wait for a store that cannot watch: a read every 100 ms.
+func (s *Service) poll(ctx context.Context, id string, seen int64) (Booking, error) {
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
 	for {

@@ -137,7 +137,7 @@ func fleetRun(ctx context.Context, cfg FleetConfig, n int, say Progress) (FleetR
 	if err != nil {
 		return row, err
 	}
-	before, err := totalCommands(ctx, c.Nodes())
+	before, err := c.CommandsProcessed(ctx)
 	if err != nil {
 		mon.stop()
 		return row, err
@@ -152,7 +152,7 @@ func fleetRun(ctx context.Context, cfg FleetConfig, n int, say Progress) (FleetR
 		mon.stop()
 		return row, err
 	}
-	after, err := totalCommands(ctx, c.Nodes())
+	after, err := c.CommandsProcessed(ctx)
 	row.IndexByShard = mon.stop()
 	if err != nil {
 		return row, err
@@ -337,24 +337,6 @@ func busiest(xs []int64) float64 {
 		return 0
 	}
 	return float64(top) / (float64(sum) / float64(len(xs)))
-}
-
-func totalCommands(ctx context.Context, nodes []*localcluster.Node) (int64, error) {
-	var sum int64
-	for _, n := range nodes {
-		info, err := n.Client().Info(ctx, "stats").Result()
-		if err != nil {
-			return 0, err
-		}
-		for _, line := range strings.Split(info, "\n") {
-			if v, ok := strings.CutPrefix(strings.TrimSpace(line), "total_commands_processed:"); ok {
-				var k int64
-				fmt.Sscan(v, &k)
-				sum += k
-			}
-		}
-	}
-	return sum, nil
 }
 
 func sleep(ctx context.Context, d time.Duration) error {

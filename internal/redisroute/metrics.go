@@ -20,6 +20,9 @@ type metrics struct {
 	retries        *prometheus.CounterVec
 	fallbacks      *prometheus.CounterVec
 	commands       *prometheus.CounterVec
+	// subscriptionsLost counts shard-channel subscriptions ended because
+	// messages may have been missed, by why.
+	subscriptionsLost *prometheus.CounterVec
 }
 
 type nodeMetrics struct {
@@ -62,11 +65,14 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		commands: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "apollo_redis_commands_total", Help: "Commands by result: ok, error, ambiguous (a write that may have run), unconfirmed (a write not acknowledged by enough replicas).",
 		}, []string{"result"}),
+		subscriptionsLost: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "apollo_redis_subscriptions_lost_total", Help: "Shard-channel subscriptions ended because messages may have been missed: resubscribed (reconnect), moved (slot owner changed), ejected (node), closed.",
+		}, []string{"why"}),
 	}
 	if reg == nil {
 		return m, nil
 	}
-	for _, c := range []prometheus.Collector{m.latency, m.nodeErrors, m.ejections, m.ejected, m.replicaBehind, m.refreshes, m.refreshDeduped, m.hedges, m.retries, m.fallbacks, m.commands} {
+	for _, c := range []prometheus.Collector{m.latency, m.nodeErrors, m.ejections, m.ejected, m.replicaBehind, m.refreshes, m.refreshDeduped, m.hedges, m.retries, m.fallbacks, m.commands, m.subscriptionsLost} {
 		if err := reg.Register(c); err != nil {
 			return nil, errors.Join(errors.New("register redisroute metrics"), err)
 		}

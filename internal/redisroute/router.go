@@ -42,6 +42,8 @@ type Router struct {
 	// migrating), so reads go to primaries, which answer ASK instead.
 	migratingUntil atomic.Int64
 
+	subs subscriptions
+
 	closed atomic.Bool
 	stop   chan struct{}
 	wg     sync.WaitGroup
@@ -78,7 +80,8 @@ func New(ctx context.Context, cfg Config, reg prometheus.Registerer, log *slog.L
 	r.wg.Add(1)
 	go r.refreshLoop()
 	if cfg.Policy != Legacy2019 {
-		r.wg.Add(3)
+		r.wg.Add(4)
+		go r.every(time.Second, r.checkSubscriptions)
 		go r.watchdogLoop()
 		go r.every(cfg.ProbeInterval, r.probeEjected)
 		go r.every(cfg.ReplicaCheckInterval, r.checkReplication)
@@ -111,6 +114,8 @@ func (r *Router) Close() error {
 	}
 	close(r.stop)
 	r.wg.Wait()
+	r.closeSubs()
+	r.subs.wg.Wait()
 	r.closeNodes()
 	return nil
 }

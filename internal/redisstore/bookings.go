@@ -72,13 +72,17 @@ type Bookings struct {
 	// Acks is how many replicas must acknowledge a new booking before it is
 	// reported as created (WAIT); 0 on a cluster without replicas.
 	acks int
+	// watch serves the long polls (see Watch).
+	watch watchHub
 }
 
 // NewBookings returns the booking store, its open index split into the
 // partitions ps; acks replicas must confirm writes.
 func NewBookings(r router, acks int, ps Partitions) *Bookings {
-	return &Bookings{r: r, ps: ps, create: newScript(createBookingScript), update: newScript(updateBookingScript),
+	b := &Bookings{r: r, ps: ps, create: newScript(createBookingScript), update: newScript(updateBookingScript),
 		claim: newScript(claimOpenScript), withdraw: newScript(withdrawScript), acks: acks}
+	b.watch.sub, _ = r.(subscriber)
+	return b
 }
 
 // Partitions is how the open index is split.
@@ -126,7 +130,7 @@ func (s *Bookings) Create(ctx context.Context, b booking.Booking) (booking.Booki
 	// Again after the write: a scan that ran between the two writes may
 	// have forgotten the entry; and an idempotent retry re-indexes a
 	// booking whose first attempt failed half-way.
-	s.index(ctx, stored)
+	s.index(ctx, stored, false)
 	return stored, created == 1, nil
 }
 
@@ -182,18 +186,26 @@ func (s *Bookings) Update(ctx context.Context, old, next booking.Booking) error 
 		// The index is left as it is: the booking is read again when due.
 		return fmt.Errorf("booking %s: %w: %w", old.ID, booking.ErrUnconfirmed, storeErr(res.Err))
 	}
-	s.index(ctx, next)
+	s.index(ctx, next, true)
 	return nil
 }
 
-// index adds an open booking to the open index, or removes a final one.
-// Best effort: the scan re-reads every booking it finds there.
-func (s *Bookings) index(ctx context.Context, b booking.Booking) {
+// index adds an open booking to the open index, or removes a final one,
+// and with announce tells the partition's channel that it changed (for
+// the long polls, see Watch), in the same round trip: the entry and the
+// channel share the partition's slot. Best effort: the scan re-reads
+// every booking it finds in the index, and a long poll reads the booking
+// again when it ends.
+func (s *Bookings) index(ctx context.Context, b booking.Booking, announce bool) {
+	cmd := s.openEntry(b)
 	if b.Status.Final() {
-		s.Forget(ctx, b.ID)
-		return
+		cmd = s.forget(b.ID)
 	}
-	s.r.Exec(ctx, []redisroute.Cmd{s.openEntry(b)})
+	cmds := []redisroute.Cmd{cmd}
+	if announce {
+		cmds = append(cmds, redisroute.Write("SPUBLISH", s.ps.channel(s.ps.Of(b.ID)), b.ID))
+	}
+	s.r.Exec(ctx, cmds)
 }
 
 // openEntry indexes an open booking at the time it is due next (its
@@ -257,12 +269,16 @@ func (s *Bookings) Withdraw(ctx context.Context, b booking.Booking) error {
 	if n, _ := res.Val.(int64); n != 1 {
 		return nil // it moved on: a retry with its key made it real
 	}
-	return s.Forget(ctx, b.ID)
+	return s.r.Exec(ctx, []redisroute.Cmd{s.forget(b.ID), redisroute.Write("SPUBLISH", s.ps.channel(s.ps.Of(b.ID)), b.ID)}).Err()
 }
 
 // Forget removes a booking from the open index.
 func (s *Bookings) Forget(ctx context.Context, id string) error {
-	return s.r.Exec(ctx, []redisroute.Cmd{redisroute.Write("ZREM", s.ps.openKeyOf(id), id)}).Err()
+	return s.r.Exec(ctx, []redisroute.Cmd{s.forget(id)}).Err()
+}
+
+func (s *Bookings) forget(id string) redisroute.Cmd {
+	return redisroute.Write("ZREM", s.ps.openKeyOf(id), id)
 }
 
 func decodeBooking(v any) (booking.Booking, error) {

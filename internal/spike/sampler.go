@@ -2,8 +2,6 @@ package spike
 
 import (
 	"context"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -43,21 +41,11 @@ func (s *sampler) sample(ctx context.Context) {
 		if err != nil {
 			return // a paused node: skip this second rather than under-count it
 		}
-		sum += statField(info, "total_commands_processed")
+		sum += localcluster.InfoField(info, "total_commands_processed")
 	}
 	s.mu.Lock()
 	s.at, s.total = append(s.at, time.Now()), append(s.total, sum)
 	s.mu.Unlock()
-}
-
-func statField(info, name string) int64 {
-	for _, line := range strings.Split(info, "\n") {
-		if v, ok := strings.CutPrefix(strings.TrimSpace(line), name+":"); ok {
-			n, _ := strconv.ParseInt(v, 10, 64)
-			return n
-		}
-	}
-	return 0
 }
 
 // perSecond is the command rate in each second since start (the rate of

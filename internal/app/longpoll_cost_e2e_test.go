@@ -1,0 +1,132 @@
+package app_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/apollo-platform/apollo/internal/app"
+	"github.com/apollo-platform/apollo/internal/localcluster"
+	"github.com/apollo-platform/apollo/internal/localcluster/clustertest"
+)
+
+// commandsOver counts the Redis commands the cluster processed during d.
+func commandsOver(t *testing.T, c *localcluster.Cluster, d time.Duration) int64 {
+	t.Helper()
+	before, err := c.CommandsProcessed(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(d)
+	after, err := c.CommandsProcessed(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return after - before
+}
+
+// 1,000 long polls on 100 bookings cost Redis what changes, not waiters ×
+// time: while nothing changes they add no command to the instance's own
+// background work (polling, each would read its booking 10 times a second,
+// a confirmed read of three commands); each change costs its readers one
+// read each; and a SIGTERM answers the rest at once, logging no error.
+func TestAThousandLongPollsCostRedisOnlyWhatChanges(t *testing.T) {
+	c := clustertest.Start(t, func(cfg *localcluster.Config) { cfg.Primaries, cfg.Replicas = 3, 1 })
+	cfg := app.DefaultConfig()
+	cfg.Redis.Addrs = c.Addrs()
+	cfg.Booking.AllocationTimeout = 2 * time.Minute // searching throughout
+	var errs errorLines
+	a, stop := startServing(t, cfg, slog.New(slog.NewJSONHandler(&errs, nil)))
+	defer stop()
+	api, admin := "http://"+a.APIAddr(), "http://"+a.AdminAddr()
+	ids := createSearching(t, a, 100)
+
+	const perBooking = 10
+	waiters := perBooking * len(ids)
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: waiters, MaxConnsPerHost: 0}}
+	type answer struct {
+		id, status string
+		code       int
+	}
+	answers := make(chan answer, waiters)
+	// The background work alone, before any waiter (with the creates'
+	// retries settled into their backoff).
+	time.Sleep(2 * time.Second)
+	base := commandsOver(t, c, 3*time.Second)
+	for _, id := range ids {
+		for range perBooking {
+			go func() {
+				resp, err := client.Get(fmt.Sprintf("%s/v1/bookings/%s?wait=30s&version=%d", api, id, 1))
+				if err != nil {
+					answers <- answer{id: id, code: -1}
+					return
+				}
+				defer resp.Body.Close()
+				var b bookingJSON
+				json.NewDecoder(resp.Body).Decode(&b)
+				answers <- answer{id: id, status: b.Status, code: resp.StatusCode}
+			}()
+		}
+	}
+	inFlight := `apollo_http_requests_in_flight{route="GET /v1/bookings/{id}"}`
+	for deadline := time.Now().Add(30 * time.Second); metric(t, admin, inFlight) != fmt.Sprint(waiters); {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s = %q, want every poll waiting", inFlight, metric(t, admin, inFlight))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	// In flight counts a poll from its start: let the first reads finish.
+	time.Sleep(2 * time.Second)
+	waiting := commandsOver(t, c, 3*time.Second)
+	t.Logf("Redis commands in 3 s: %d with no waiter, %d with %d waiting (polling would add about %d)", base, waiting, waiters, waiters*10*3*3)
+	if extra := waiting - base; extra > int64(waiters) { // polling: 90 a waiter in 3 s
+		t.Errorf("%d waiters cost %d commands in 3 s in which nothing changed (background alone: %d): they poll", waiters, extra, base)
+	}
+
+	// Half the bookings change: their waiters, and only theirs, answer.
+	before, _ := c.CommandsProcessed(context.Background())
+	changed := ids[:len(ids)/2]
+	for _, id := range changed {
+		if _, err := a.Bookings().Cancel(context.Background(), id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := map[string]int{}
+	for range len(changed) * perBooking {
+		select {
+		case ans := <-answers:
+			if ans.code != 200 || ans.status != "cancelled" {
+				t.Fatalf("a waiter of %s got %d %q, want 200 cancelled", ans.id, ans.code, ans.status)
+			}
+			got[ans.id]++
+		case <-time.After(20 * time.Second):
+			t.Fatalf("%d waiters answered 20 s after %d cancels, want %d", len(got), len(changed), len(changed)*perBooking)
+		}
+	}
+	after, _ := c.CommandsProcessed(context.Background())
+	t.Logf("%d changes answered %d waiters for %d Redis commands (%.1f a change)", len(changed), len(changed)*perBooking, after-before, float64(after-before)/float64(len(changed)))
+
+	// SIGTERM: the other half answer at once, unchanged.
+	start := time.Now()
+	if err := stop(); err != nil {
+		t.Errorf("Serve: %v", err)
+	}
+	took := time.Since(start)
+	for range waiters - len(changed)*perBooking {
+		ans := <-answers
+		if ans.code != 200 || ans.status != "searching" {
+			t.Errorf("at shutdown a waiter of %s got %d %q, want 200 searching", ans.id, ans.code, ans.status)
+		}
+	}
+	if took >= 30*time.Second {
+		t.Errorf("the shutdown took %s: it waited the long polls out", took)
+	}
+	if n := errs.n.Load(); n != 0 {
+		t.Errorf("%d errors logged", n)
+	}
+	t.Logf("shutdown with %d waiters took %s", waiters-len(changed)*perBooking, took.Round(time.Millisecond))
+}

@@ -1,0 +1,135 @@
+package booking
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/apollo-platform/apollo/internal/fleet"
+)
+
+// watchingStore is memStore with a Watch the test drives, counting reads.
+type watchingStore struct {
+	*memStore
+	gets    atomic.Int64
+	mu      sync.Mutex
+	watches []*testWatch
+	fail    error
+}
+
+type testWatch struct {
+	changed chan struct{}
+	lost    chan struct{}
+	stopped atomic.Bool
+}
+
+func (w *watchingStore) Get(ctx context.Context, id string) (Booking, error) {
+	w.gets.Add(1)
+	return w.memStore.Get(ctx, id)
+}
+
+func (w *watchingStore) Watch(context.Context, string) (Watch, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.fail != nil {
+		return Watch{}, w.fail
+	}
+	tw := &testWatch{changed: make(chan struct{}, 1), lost: make(chan struct{})}
+	w.watches = append(w.watches, tw)
+	return Watch{Changed: tw.changed, Lost: tw.lost, Stop: func() { tw.stopped.Store(true) }}, nil
+}
+
+func (w *watchingStore) last() *testWatch {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if len(w.watches) == 0 {
+		return nil
+	}
+	return w.watches[len(w.watches)-1]
+}
+
+func newWaitRig(t *testing.T) (*Service, *watchingStore, Booking) {
+	t.Helper()
+	ws := &watchingStore{memStore: newMemStore()}
+	svc, err := NewService(DefaultConfig(), &fakeAdmit{}, &fakeFleet{drivers: nil}, ws, &fakeFleet{}, nil, fleet.Alone(1), time.Now, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := Booking{ID: "bk-1", Status: Searching, Version: 1}
+	ws.bks[b.ID] = b
+	return svc, ws, b
+}
+
+func waitAsync(svc *Service, ctx context.Context, id string, seen int64) chan Booking {
+	out := make(chan Booking, 1)
+	go func() { b, _ := svc.Wait(ctx, id, seen); out <- b }()
+	return out
+}
+
+func eventuallyTrue(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); !cond(); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal(what)
+		}
+	}
+}
+
+func TestAWatchingWaitReadsOnlyWhenToldOfAChange(t *testing.T) {
+	svc, ws, b := newWaitRig(t)
+	done := waitAsync(svc, context.Background(), b.ID, 1)
+	eventuallyTrue(t, "no watch", func() bool { return ws.last() != nil && ws.gets.Load() == 1 })
+	time.Sleep(50 * time.Millisecond) // polling would have read again by now
+	if n := ws.gets.Load(); n != 1 {
+		t.Fatalf("%d reads while nothing changed, want 1", n)
+	}
+	ws.last().changed <- struct{}{} // a change of another field? the version is the same: wait on
+	eventuallyTrue(t, "no second read", func() bool { return ws.gets.Load() == 2 })
+	ws.memStore.mu.Lock()
+	next := b
+	next.Version, next.Status = 2, Cancelled
+	ws.bks[b.ID] = next
+	ws.memStore.mu.Unlock()
+	ws.last().changed <- struct{}{}
+	if got := <-done; got.Version != 2 {
+		t.Fatalf("Wait = %+v, want version 2", got)
+	}
+	if !ws.last().stopped.Load() {
+		t.Error("the watch was not stopped")
+	}
+}
+
+func TestAWaitWhoseWatchIsLostWatchesAgainAndReads(t *testing.T) {
+	svc, ws, b := newWaitRig(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := waitAsync(svc, ctx, b.ID, 1)
+	eventuallyTrue(t, "no watch", func() bool { return ws.last() != nil })
+	first := ws.last()
+	close(first.lost)
+	eventuallyTrue(t, "not watched again", func() bool { return ws.last() != first && ws.gets.Load() == 2 })
+	if !first.stopped.Load() {
+		t.Error("the lost watch was not stopped")
+	}
+	cancel()
+	if got := <-done; got.Version != 1 {
+		t.Fatalf("Wait at the end = %+v, want the booking as it is", got)
+	}
+}
+
+func TestAWaitThatCannotWatchPolls(t *testing.T) {
+	svc, ws, b := newWaitRig(t)
+	ws.fail = errors.New("no pub/sub")
+	done := waitAsync(svc, context.Background(), b.ID, 1)
+	eventuallyTrue(t, "no polling", func() bool { return ws.gets.Load() >= 2 })
+	ws.memStore.mu.Lock()
+	next := b
+	next.Version = 2
+	ws.bks[b.ID] = next
+	ws.memStore.mu.Unlock()
+	if got := <-done; got.Version != 2 {
+		t.Fatalf("Wait = %+v, want version 2", got)
+	}
+}
