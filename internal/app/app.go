@@ -254,6 +254,9 @@ func (a *App) Crash() {
 	a.bookings.Abandon()
 }
 
+// Gatherer is the instance's metrics registry (what /metrics serves).
+func (a *App) Gatherer() prometheus.Gatherer { return a.reg }
+
 // Member is this instance in the fleet.
 func (a *App) Member() *fleet.Member { return a.member }
 

@@ -173,13 +173,8 @@ func fleetRun(ctx context.Context, cfg FleetConfig, n int, say Progress) (FleetR
 
 // startFleet runs n instances in this process, each with its own listeners.
 func startFleet(ctx context.Context, cfg FleetConfig, c *localcluster.Cluster, n int, attempts *atomic.Int64) ([]*app.App, func(), error) {
-	rules, err := json.Marshal(spampede.RuleSet{Version: 1, Rules: []spampede.Rule{{Name: "never-trips",
-		MinLat: 1.15, MaxLat: 1.50, MinLng: 103.55, MaxLng: 104.10, CellBits: 30, BucketSeconds: 60, Threshold: 1_000_000, HoldDownSeconds: 60}}})
+	rulesFile, err := neverTrippingRules(c)
 	if err != nil {
-		return nil, nil, err
-	}
-	rulesFile := filepath.Join(c.Dir(), "spampede-rules.json")
-	if err := os.WriteFile(rulesFile, rules, 0o600); err != nil {
 		return nil, nil, err
 	}
 	var apps []*app.App
@@ -348,4 +343,17 @@ func sleep(ctx context.Context, d time.Duration) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+}
+
+// neverTrippingRules writes a Spampede rule set over Singapore that never
+// trips (the filter still counts): the measurements book where no driver
+// is, on purpose.
+func neverTrippingRules(c *localcluster.Cluster) (string, error) {
+	rules, err := json.Marshal(spampede.RuleSet{Version: 1, Rules: []spampede.Rule{{Name: "never-trips",
+		MinLat: 1.15, MaxLat: 1.50, MinLng: 103.55, MaxLng: 104.10, CellBits: 30, BucketSeconds: 60, Threshold: 1_000_000, HoldDownSeconds: 60}}})
+	if err != nil {
+		return "", err
+	}
+	path := filepath.Join(c.Dir(), "spampede-rules.json")
+	return path, os.WriteFile(path, rules, 0o600)
 }

@@ -48,3 +48,33 @@ func sum(xs []int64) (n int64) {
 	}
 	return n
 }
+
+// The per-operation costs the capacity plan rests on (docs/capacity.md),
+// as upper bounds: an operation that grows a round trip fails here first.
+func TestWhatEachOperationAsksOfRedis(t *testing.T) {
+	cfg := DefaultOpsConfig()
+	cfg.Count, cfg.Callers = 100, 4
+	rows, err := Ops(context.Background(), cfg, t.Logf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bounds := map[string]struct{ sent, trips float64 }{
+		"driver heartbeat":              {3, 3},
+		"admission decision (Spampede)": {1, 1},
+		"batch read of 20 drivers":      {20, 3.5}, // one pipeline per shard, a few hedged or retried
+	}
+	for _, r := range rows {
+		if r.Sent <= 0 || r.RoundTrips <= 0 || r.Executed < r.Sent {
+			t.Errorf("%s: %+v: nothing counted", r.Op, r)
+		}
+		// The first use of a script on each primary is sent twice
+		// (NOSCRIPT, then EVAL): a few commands over the 100 operations.
+		const firstUse = 0.15
+		if b, ok := bounds[r.Op]; ok && (r.Sent > b.sent+firstUse || r.RoundTrips > b.trips+firstUse) {
+			t.Errorf("%s: %.1f commands in %.1f round trips, want at most %.0f in %.1f", r.Op, r.Sent, r.RoundTrips, b.sent, b.trips)
+		}
+	}
+	if len(rows) != 7 {
+		t.Errorf("%d operations measured, want 7", len(rows))
+	}
+}

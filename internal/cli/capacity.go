@@ -10,10 +10,23 @@ import (
 	"github.com/apollo-platform/apollo/internal/capacity"
 )
 
-const capacitySynopsis = `capacity [--instances 1,2,4] [--bookings 300] [--create-over 5s]
+const capacitySynopsis = `capacity [--measure ops,fleet] [--count 2000] [--callers 16]
+      [--instances 1,2,4] [--bookings 300] [--create-over 5s]
       [--allocation-timeout 20s] [--partitions 64] [--json F]
 
-Measure how a fleet shares the background booking work. For each instance
+Measure what Apollo asks of Redis, on fresh local clusters.
+
+ops: one instance, built but not serving (so no background work runs), does
+each operation --count times with --callers at once: a driver heartbeat, a
+driver going online, a batch read of 20 drivers, an admission decision, a
+booking created and allocated, a driver's accept, a booking created that
+finds no driver. Per operation it prints the commands the router sent (a
+script is one), the commands Redis executed (INFO total_commands_processed:
+a script's own calls too), the router's round trips (requests to nodes),
+and the CPU the Redis processes spent (INFO cpu, every node, replicas
+included), hence how many such operations one Redis core sustains a second.
+
+fleet: how a fleet shares the background booking work. For each instance
 count: a fresh local Redis Cluster, that many Apollo instances in this
 process, and --bookings bookings created over --create-over, spread over the
 instances, in a city with no driver, so every booking searches until its
@@ -25,7 +38,11 @@ over the mean).`
 
 func runCapacity(ctx context.Context, e env, args []string) error {
 	cfg := capacity.DefaultFleetConfig()
+	ocfg := capacity.DefaultOpsConfig()
 	fs := newFlagSet(e, "capacity", capacitySynopsis)
+	measures := fs.String("measure", "ops,fleet", "what to measure: ops, fleet, or both")
+	fs.IntVar(&ocfg.Count, "count", ocfg.Count, "ops: how many of each operation")
+	fs.IntVar(&ocfg.Callers, "callers", ocfg.Callers, "ops: callers at once")
 	instances := fs.String("instances", "1,2,4", "instance counts to measure, comma-separated")
 	fs.IntVar(&cfg.Bookings, "bookings", cfg.Bookings, "bookings created per instance count")
 	fs.DurationVar(&cfg.CreateOver, "create-over", cfg.CreateOver, "how long the creates are spread over")
@@ -48,17 +65,46 @@ func runCapacity(ctx context.Context, e env, args []string) error {
 	if err := cfg.Validate(); err != nil {
 		return usageError{err}
 	}
-	say := func(format string, args ...any) { fmt.Fprintf(e.stdout, format+"\n", args...) }
-	rows, err := capacity.Fleet(ctx, cfg, say)
-	if err != nil {
-		return err
+	ocfg.Cluster = cfg.Cluster
+	var out struct {
+		Ops   []capacity.OpRow    `json:"ops,omitempty"`
+		Fleet []capacity.FleetRow `json:"fleet,omitempty"`
 	}
-	fmt.Fprintln(e.stdout)
-	writeFleetTable(e, rows)
+	say := func(format string, args ...any) { fmt.Fprintf(e.stdout, format+"\n", args...) }
+	for _, m := range splitList(*measures) {
+		var err error
+		switch m {
+		case "ops":
+			if out.Ops, err = capacity.Ops(ctx, ocfg, say); err == nil {
+				fmt.Fprintln(e.stdout)
+				writeOpsTable(e, out.Ops)
+			}
+		case "fleet":
+			if out.Fleet, err = capacity.Fleet(ctx, cfg, say); err == nil {
+				fmt.Fprintln(e.stdout)
+				writeFleetTable(e, out.Fleet)
+			}
+		default:
+			return usageError{fmt.Errorf("--measure %q: want ops or fleet", m)}
+		}
+		if err != nil {
+			return err
+		}
+	}
 	if *jsonOut != "" {
-		return writeJSONFile(*jsonOut, rows)
+		return writeJSONFile(*jsonOut, out)
 	}
 	return nil
+}
+
+func writeOpsTable(e env, rows []capacity.OpRow) {
+	tw := tabwriter.NewWriter(e.stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "operation\tcommands sent\texecuted\tround trips\tRedis CPU µs\ta Redis core sustains /s\tApollo CPU µs\tthis machine did /s\t")
+	for _, r := range rows {
+		fmt.Fprintf(tw, "%s\t%.1f\t%.1f\t%.1f\t%.1f\t%.0f\t%.1f\t%.0f\t\n", r.Op, r.Sent, r.Executed, r.RoundTrips, r.RedisCPUMicros, r.PerCore, r.ApolloCPUMicros, r.PerSecond)
+	}
+	tw.Flush()
+	fmt.Fprintln(e.stdout)
 }
 
 func writeFleetTable(e env, rows []capacity.FleetRow) {
