@@ -116,10 +116,20 @@ func (a *App) wireBookings(ctx context.Context, cfg Config, log *slog.Logger, o 
 	if id == "" {
 		id = instanceID()
 	}
-	if a.member, err = fleet.NewMember(cfg.Fleet, id, redisstore.NewFleet(a.router, ps), time.Now, a.reg, log.With("component", "fleet")); err != nil {
+	fs := redisstore.NewFleet(a.router, ps)
+	if err := fs.Agree(ctx); err != nil {
 		return err
 	}
-	a.bookings, err = booking.NewService(cfg.Booking, o.admitter(a.filter), o.allocator(alloc), redisstore.NewBookings(a.router, cfg.BookingAcks, ps),
+	if a.member, err = fleet.NewMember(cfg.Fleet, id, fs, time.Now, a.reg, log.With("component", "fleet")); err != nil {
+		return err
+	}
+	store := redisstore.NewBookings(a.router, cfg.BookingAcks, ps)
+	if n, err := store.AdoptLegacyIndex(ctx); err != nil {
+		log.Warn("move the open bookings of the unpartitioned index into the partitions; the next start tries again", "moved", n, "err", err)
+	} else if n > 0 {
+		log.Info("moved the open bookings of the unpartitioned index into the partitions", "moved", n)
+	}
+	a.bookings, err = booking.NewService(cfg.Booking, o.admitter(a.filter), o.allocator(alloc), store,
 		reserver{a.drivers}, a.drivers, a.member, time.Now, log.With("component", "booking"))
 	return err
 }

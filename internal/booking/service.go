@@ -356,7 +356,9 @@ func (s *Service) waitWatching(ctx context.Context, watch Watch, id string, seen
 		}
 		select {
 		case <-ctx.Done():
-			return b, false, nil
+			// Once more: a change whose message was lost is still seen.
+			b, err := s.Get(context.WithoutCancel(ctx), id)
+			return b, false, err
 		case <-watch.Lost:
 			return b, true, nil
 		case <-watch.Changed:

@@ -3,6 +3,7 @@ package booking
 import (
 	"context"
 	"errors"
+	"slices"
 	"time"
 )
 
@@ -58,6 +59,7 @@ func (s *Service) scan() {
 	defer s.wg.Done()
 	tick := time.NewTicker(s.cfg.ScanEvery)
 	defer tick.Stop()
+	turn := 0
 	for {
 		select {
 		case <-s.stop:
@@ -69,8 +71,11 @@ func (s *Service) scan() {
 		owned := s.shares.Owned()
 		if len(owned) > 0 {
 			// Claim only what the queue has room for: a claimed booking
-			// that is not advanced waits out its hold.
-			ids, err := s.store.Claim(ctx, owned, s.now(), s.cfg.ClaimHold, max(cap(s.queue)-len(s.queue), 1))
+			// that is not advanced waits out its hold. The partitions take
+			// turns at the head, which gets the remainder of an uneven split.
+			turn++
+			order := append(slices.Clone(owned[turn%len(owned):]), owned[:turn%len(owned)]...)
+			ids, err := s.store.Claim(ctx, order, s.now(), s.cfg.ClaimHold, max(cap(s.queue)-len(s.queue), 1))
 			if err != nil {
 				s.log.Warn("claim due bookings", "err", err)
 			}

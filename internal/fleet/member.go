@@ -21,8 +21,9 @@ type Lease struct {
 
 // Store is where the members of a fleet meet.
 type Store interface {
-	// Heartbeat announces id as a member until `until`.
-	Heartbeat(ctx context.Context, id string, until time.Time) error
+	// Heartbeat announces id as a member until `until`, and forgets the
+	// members whose announcement ran out before now.
+	Heartbeat(ctx context.Context, id string, now, until time.Time) error
 	// Members lists the members announced past now.
 	Members(ctx context.Context, now time.Time) ([]string, error)
 	// Leave withdraws id's announcement.
@@ -30,8 +31,10 @@ type Store interface {
 	// Acquire takes partition p's lease for id for ttl if nobody holds it:
 	// ok false when someone does.
 	Acquire(ctx context.Context, p int, id string, ttl time.Duration) (l Lease, ok bool, err error)
-	// Renew extends a lease still held with its token: ok false if lost.
-	Renew(ctx context.Context, l Lease, ttl time.Duration) (ok bool, err error)
+	// Renew extends the leases still held with their tokens, in one
+	// batch: kept[i] false if leases[i] was lost. On an error, kept says
+	// what is known to be renewed (possibly nothing).
+	Renew(ctx context.Context, leases []Lease, ttl time.Duration) (kept []bool, err error)
 	// Release gives a lease up if it is still held with its token.
 	Release(ctx context.Context, l Lease) error
 }
@@ -60,7 +63,8 @@ type Member struct {
 	gained  chan struct{} // a signal: partitions were acquired
 	stop    chan struct{}
 	done    chan struct{} // closed when the loop ends, or by the first Stop of a member never started
-	started bool
+	started bool // under mu
+	halted  bool // under mu
 	once    sync.Once
 }
 
@@ -108,16 +112,26 @@ func (m *Member) Owned() []Lease {
 // Start joins the fleet: a first rebalance now (so the instance claims its
 // share before it serves), then one each RenewEvery until Stop.
 func (m *Member) Start(ctx context.Context) {
-	m.Rebalance(ctx)
+	m.mu.Lock()
+	if m.started || m.halted {
+		m.mu.Unlock()
+		return
+	}
 	m.started = true
+	m.mu.Unlock()
+	m.Rebalance(ctx)
 	go m.loop()
 }
 
 // halt ends the loop and waits for it.
 func (m *Member) halt() {
 	m.once.Do(func() {
+		m.mu.Lock()
+		m.halted = true
+		started := m.started
+		m.mu.Unlock()
 		close(m.stop)
-		if !m.started {
+		if !started {
 			close(m.done)
 		}
 	})
@@ -173,66 +187,90 @@ func (m *Member) Abandon() {
 }
 
 // Rebalance heartbeats, then works towards this member's fair share of
-// the live members: it releases the partitions no longer its own first,
-// renews the rest and takes the missing ones that are free.
+// the live members: it releases the partitions no longer its own first
+// (after it stops acting on them), renews the rest in one batch and takes
+// the missing ones that are free.
 func (m *Member) Rebalance(ctx context.Context) {
 	start := m.now()
-	if err := m.store.Heartbeat(ctx, m.id, start.Add(m.cfg.LeaseTTL)); err != nil {
+	if err := m.store.Heartbeat(ctx, m.id, start, start.Add(m.cfg.LeaseTTL)); err != nil {
 		m.log.Warn("fleet heartbeat", "err", err)
 	}
 	members, err := m.store.Members(ctx, start)
-	if err != nil {
-		// Without the list the share is unknown: keep what is held.
-		m.log.Warn("list the fleet", "err", err)
-		members = nil
-	}
 	m.mu.Lock()
 	owned := maps.Clone(m.owned)
 	m.mu.Unlock()
 	want := map[int]bool{}
-	if err == nil {
-		for _, p := range Share(members, m.id, m.cfg.Partitions) {
-			want[p] = true
-		}
-	} else {
+	if err != nil {
+		// Without the list the share is unknown: keep what is held.
+		m.log.Warn("list the fleet; keeping the partitions held", "err", err)
 		for p := range owned {
 			want[p] = true
 		}
+	} else {
+		for _, p := range Share(members, m.id, m.cfg.Partitions) {
+			want[p] = true
+		}
 	}
+	var release, renew []Lease
 	for p, h := range owned {
-		switch {
-		case !want[p]:
-			if err := m.store.Release(ctx, h.Lease); err != nil {
-				m.log.Debug("release a partition", "partition", p, "err", err)
-			}
+		if want[p] {
+			renew = append(renew, h.Lease)
+		} else {
+			release = append(release, h.Lease)
 			delete(owned, p)
+		}
+	}
+	if len(release) > 0 {
+		// Stop acting on them before another member can take them.
+		m.mu.Lock()
+		for _, l := range release {
+			delete(m.owned, l.Partition)
+		}
+		m.mu.Unlock()
+		for _, l := range release {
+			if err := m.store.Release(ctx, l); err != nil {
+				m.log.Warn("hand a partition back; it is free when its lease runs out", "partition", l.Partition, "err", err)
+			}
 			m.m.changes.WithLabelValues("released").Inc()
-		default:
-			ok, err := m.store.Renew(ctx, h.Lease, m.cfg.LeaseTTL)
+		}
+	}
+	if len(renew) > 0 {
+		kept, err := m.store.Renew(ctx, renew, m.cfg.LeaseTTL)
+		if err != nil {
+			m.log.Warn("renew partition leases; each is kept until its time is up", "err", err)
+			m.m.errors.WithLabelValues("renew").Inc()
+		}
+		for i, l := range renew {
 			switch {
-			case err != nil: // kept until its time is up
-			case ok:
-				h.until = start.Add(m.cfg.LeaseTTL)
-				owned[p] = h
-			default:
-				delete(owned, p)
+			case i < len(kept) && kept[i]:
+				owned[l.Partition] = held{Lease: l, until: start.Add(m.cfg.LeaseTTL)}
+			case err == nil:
+				delete(owned, l.Partition)
 				m.m.changes.WithLabelValues("lost").Inc()
-				m.log.Warn("lost a partition lease", "partition", p)
+				m.log.Warn("lost a partition lease", "partition", l.Partition)
 			}
 		}
 	}
-	gained := false
+	gained, failed := false, 0
 	for p := range want {
 		if _, ok := owned[p]; ok {
 			continue
 		}
 		l, ok, err := m.store.Acquire(ctx, p, m.id, m.cfg.LeaseTTL)
-		if err != nil || !ok {
-			continue // held by a member that has not let go yet, or Redis is away: next time
+		if err != nil {
+			failed++
+			continue
+		}
+		if !ok {
+			continue // held by a member that has not let go yet: next time
 		}
 		owned[p] = held{Lease: l, until: start.Add(m.cfg.LeaseTTL)}
 		m.m.changes.WithLabelValues("acquired").Inc()
 		gained = true
+	}
+	if failed > 0 {
+		m.log.Warn("acquire partition leases", "failed", failed, "wanted", len(want))
+		m.m.errors.WithLabelValues("acquire").Add(float64(failed))
 	}
 	for p, h := range owned {
 		if !m.now().Before(h.until) {

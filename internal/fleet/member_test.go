@@ -37,7 +37,7 @@ func newMemStore(now func() time.Time) *memStore {
 	return &memStore{now: now, members: map[string]time.Time{}, leases: map[int]lease{}}
 }
 
-func (s *memStore) Heartbeat(_ context.Context, id string, until time.Time) error {
+func (s *memStore) Heartbeat(_ context.Context, id string, _, until time.Time) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.down {
@@ -84,18 +84,21 @@ func (s *memStore) Acquire(_ context.Context, p int, id string, ttl time.Duratio
 	return Lease{Partition: p, Token: tok}, true, nil
 }
 
-func (s *memStore) Renew(_ context.Context, l Lease, ttl time.Duration) (bool, error) {
+func (s *memStore) Renew(_ context.Context, ls []Lease, ttl time.Duration) ([]bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.down {
-		return false, errDown
+		return nil, errDown
 	}
-	cur, ok := s.leases[l.Partition]
-	if !ok || cur.token != l.Token || !cur.until.After(s.now()) {
-		return false, nil
+	kept := make([]bool, len(ls))
+	for i, l := range ls {
+		cur, ok := s.leases[l.Partition]
+		if ok && cur.token == l.Token && cur.until.After(s.now()) {
+			s.leases[l.Partition] = lease{l.Token, s.now().Add(ttl)}
+			kept[i] = true
+		}
 	}
-	s.leases[l.Partition] = lease{l.Token, s.now().Add(ttl)}
-	return true, nil
+	return kept, nil
 }
 
 func (s *memStore) Release(_ context.Context, l Lease) error {

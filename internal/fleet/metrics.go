@@ -6,6 +6,7 @@ type metrics struct {
 	owned   prometheus.Gauge
 	members prometheus.Gauge
 	changes *prometheus.CounterVec
+	errors  *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer) (metrics, error) {
@@ -16,11 +17,13 @@ func newMetrics(reg prometheus.Registerer) (metrics, error) {
 			Help: "Live instances this instance saw at its last rebalance."}),
 		changes: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "apollo_fleet_lease_changes_total",
 			Help: "Partition leases acquired, released (handed back) and lost (expired or taken)."}, []string{"change"}),
+		errors: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "apollo_fleet_lease_errors_total",
+			Help: "Lease operations that failed (Redis unreachable, refused): renew (a batch), acquire (a partition)."}, []string{"op"}),
 	}
 	if reg == nil {
 		return m, nil
 	}
-	for _, c := range []prometheus.Collector{m.owned, m.members, m.changes} {
+	for _, c := range []prometheus.Collector{m.owned, m.members, m.changes, m.errors} {
 		if err := reg.Register(c); err != nil {
 			return m, err
 		}

@@ -33,7 +33,9 @@ type subscriptions struct {
 
 type channelSub struct {
 	name     string
-	n        *node
+	ready    chan struct{} // closed once subscribed, or failed (err)
+	err      error         // set before ready closes
+	n        *node         // set once subscribed, under subs.mu
 	ps       *redis.PubSub
 	handlers map[int]Handler
 	lost     bool
@@ -41,50 +43,89 @@ type channelSub struct {
 
 // Subscribe listens to a shard channel until the returned cancel is
 // called or h.Lost is. It returns once the node has confirmed the
-// subscription: a message published after that reaches h.
+// subscription: a message published after that reaches h. The first
+// subscriber of a channel dials and subscribes without holding up the
+// router's other channels; the others wait for it.
 func (r *Router) Subscribe(ctx context.Context, channel string, h Handler) (cancel func(), err error) {
+	r.subs.mu.Lock()
 	if r.closed.Load() {
+		r.subs.mu.Unlock()
 		return nil, ErrClosed
 	}
-	r.subs.mu.Lock()
-	defer r.subs.mu.Unlock()
 	if r.subs.byName == nil {
 		r.subs.byName = map[string]*channelSub{}
 	}
 	s := r.subs.byName[channel]
-	if s == nil {
-		if s, err = r.openSub(ctx, channel); err != nil {
-			return nil, err
-		}
+	first := s == nil
+	if first {
+		s = &channelSub{name: channel, handlers: map[int]Handler{}, ready: make(chan struct{})}
 		r.subs.byName[channel] = s
 	}
 	r.subs.nextID++
 	id := r.subs.nextID
 	s.handlers[id] = h
+	r.subs.mu.Unlock()
+	if first {
+		r.openSub(s)
+	}
+	select {
+	case <-s.ready:
+	case <-ctx.Done():
+		r.unsubscribe(s, id)
+		return nil, ctx.Err()
+	}
+	if s.err != nil {
+		return nil, s.err
+	}
 	return func() { r.unsubscribe(s, id) }, nil
 }
 
-func (r *Router) openSub(ctx context.Context, channel string) (*channelSub, error) {
+// openSub subscribes s on its slot's primary and starts its reader, then
+// marks it ready (with err set if it failed: then it is removed). Its
+// own timeout, not a caller's: the subscription is shared.
+func (r *Router) openSub(s *channelSub) {
+	defer close(s.ready)
+	fail := func(err error) {
+		s.err = err
+		r.subs.mu.Lock()
+		if r.subs.byName[s.name] == s {
+			delete(r.subs.byName, s.name)
+		}
+		s.lost, s.handlers = true, nil
+		r.subs.mu.Unlock()
+	}
 	t := r.topo.Load()
 	if t == nil {
-		return nil, ErrNoNode
+		fail(ErrNoNode)
+		return
 	}
-	sh := t.slots[Slot(channel)]
+	sh := t.slots[Slot(s.name)]
 	if sh == nil || sh.primary == nil {
-		return nil, fmt.Errorf("subscribe %s: %w", channel, ErrNoNode)
+		fail(fmt.Errorf("subscribe %s: %w", s.name, ErrNoNode))
+		return
 	}
-	ctx, cancel := context.WithTimeout(ctx, r.cfg.CallTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), r.cfg.CallTimeout)
 	defer cancel()
-	ps := sh.primary.client.SSubscribe(ctx, channel)
+	ps := sh.primary.client.SSubscribe(ctx, s.name)
 	if _, err := ps.ReceiveTimeout(ctx, r.cfg.CallTimeout); err != nil {
 		ps.Close()
-		return nil, fmt.Errorf("subscribe %s on %s: %w", channel, sh.primary.addr, err)
+		fail(fmt.Errorf("subscribe %s on %s: %w", s.name, sh.primary.addr, err))
+		return
 	}
-	s := &channelSub{name: channel, n: sh.primary, ps: ps, handlers: map[int]Handler{}}
-	msgs := ps.ChannelWithSubscriptions(redis.WithChannelHealthCheckInterval(time.Second), redis.WithChannelSize(1024))
-	r.subs.wg.Add(1)
+	r.subs.mu.Lock()
+	lost := s.lost // every handler left, or the router closed, meanwhile
+	var msgs <-chan any
+	if !lost {
+		s.n, s.ps = sh.primary, ps
+		msgs = ps.ChannelWithSubscriptions(redis.WithChannelHealthCheckInterval(time.Second), redis.WithChannelSize(1024))
+		r.subs.wg.Add(1) // under the lock: Close's closeSubs counts it, or sees it lost
+	}
+	r.subs.mu.Unlock()
+	if lost {
+		ps.Close()
+		return
+	}
 	go r.readSub(s, msgs)
-	return s, nil
 }
 
 // readSub delivers a channel's messages until its PubSub is closed. A
@@ -124,8 +165,11 @@ func (r *Router) loseSub(s *channelSub, why string) {
 	}
 	hs := s.handlers
 	s.handlers = nil
+	open := s.ps != nil
 	r.subs.mu.Unlock()
-	r.closePS(s) // not inline: the reader may be the caller
+	if open {
+		r.closePS(s) // not inline: the reader may be the caller
+	}
 	r.m.subscriptionsLost.WithLabelValues(why).Inc()
 	for _, h := range hs {
 		h.Lost()
@@ -143,12 +187,15 @@ func (r *Router) unsubscribe(s *channelSub, id int) {
 	if r.subs.byName[s.name] == s {
 		delete(r.subs.byName, s.name)
 	}
-	r.closePS(s)
+	if s.ps != nil { // else the opener closes it when it sees lost
+		r.closePS(s)
+	}
 }
 
 // closePS closes a subscription's connection in a goroutine of its own
-// (counted with the readers): go-redis's Close waits for the goroutine
-// that feeds the reader, which may be blocked on the caller.
+// (counted with the readers): go-redis's Close takes the PubSub's lock,
+// which its health check can hold for a reconnect's dial timeout, and the
+// caller may be the reader itself.
 func (r *Router) closePS(s *channelSub) {
 	r.subs.wg.Add(1)
 	go func() { defer r.subs.wg.Done(); s.ps.Close() }()
@@ -166,6 +213,9 @@ func (r *Router) checkSubscriptions() {
 	var gone []*channelSub
 	var why []string
 	for _, s := range r.subs.byName {
+		if s.n == nil {
+			continue // still opening
+		}
 		switch sh := t.slots[Slot(s.name)]; {
 		case sh == nil || sh.primary != s.n:
 			gone, why = append(gone, s), append(why, "moved")

@@ -218,29 +218,38 @@ func (s *Bookings) openEntry(b booking.Booking) redisroute.Cmd {
 	return redisroute.Write("ZADD", s.ps.openKeyOf(b.ID), due.UnixMilli(), b.ID)
 }
 
-// Claim takes up to limit open bookings due by now, split evenly over the
-// partitions of the leases (earliest first in each), and makes them due
-// again at now+hold, in one round trip per shard. A partition whose lease
-// carries another token than the one given claims nothing
-// (fleet.ErrLeaseLost, joined to what the others claimed).
+// Claim takes up to limit open bookings due by now, split over the
+// partitions of the leases (earliest first in each) as evenly as limit
+// allows, the first leases taking the remainder (the caller rotates them),
+// and makes them due again at now+hold, in one round trip per shard. A
+// partition whose lease carries another token than the one given claims
+// nothing (fleet.ErrLeaseLost, joined to what the others claimed).
 func (s *Bookings) Claim(ctx context.Context, leases []fleet.Lease, now time.Time, hold time.Duration, limit int) ([]string, error) {
-	per := max(1, (limit+len(leases)-1)/max(len(leases), 1))
 	cmds := make([]redisroute.Cmd, 0, len(leases))
-	for _, l := range leases {
+	parts := make([]int, 0, len(leases))
+	for i, l := range leases {
 		if l.Partition < 0 || l.Partition >= s.ps.Count() {
 			return nil, fmt.Errorf("claim: partition %d of %d", l.Partition, s.ps.Count())
 		}
+		quota := limit / len(leases)
+		if i < limit%len(leases) {
+			quota++
+		}
+		if quota == 0 {
+			continue
+		}
 		cmds = append(cmds, s.claim.cmdKeys([]string{s.ps.OpenKey(l.Partition), s.ps.leaseKey(l.Partition)},
-			now.UnixMilli(), now.Add(hold).UnixMilli(), per, l.Token))
+			now.UnixMilli(), now.Add(hold).UnixMilli(), quota, l.Token))
+		parts = append(parts, l.Partition)
 	}
 	var ids []string
 	var errs []error
 	for i, res := range s.claim.exec(ctx, s.r, cmds) {
 		switch {
 		case errors.Is(res.Err, redis.Nil), res.Err == nil && res.Val == nil: // false: not the lease's holder
-			errs = append(errs, fmt.Errorf("claim partition %d: %w", leases[i].Partition, fleet.ErrLeaseLost))
+			errs = append(errs, fmt.Errorf("claim partition %d: %w", parts[i], fleet.ErrLeaseLost))
 		case res.Err != nil:
-			errs = append(errs, fmt.Errorf("claim partition %d: %w", leases[i].Partition, storeErr(res.Err)))
+			errs = append(errs, fmt.Errorf("claim partition %d: %w", parts[i], storeErr(res.Err)))
 		default:
 			vals, _ := res.Val.([]any)
 			for _, v := range vals {
@@ -291,4 +300,39 @@ func decodeBooking(v any) (booking.Booking, error) {
 		return b, fmt.Errorf("booking record: %w", err)
 	}
 	return b, nil
+}
+
+// legacyOpenKey is the open index before it was partitioned.
+const legacyOpenKey = "apollo:bk:open"
+
+// AdoptLegacyIndex moves the entries of the unpartitioned open index of
+// earlier versions into the partitions (keeping an entry a partition has
+// already), so the bookings open at an upgrade are worked again. Idempotent;
+// a batch at a time; the moved count.
+func (s *Bookings) AdoptLegacyIndex(ctx context.Context) (int, error) {
+	moved := 0
+	for {
+		res := s.r.Exec(ctx, []redisroute.Cmd{{Args: []any{"ZRANGE", legacyOpenKey, 0, 99, "WITHSCORES"}, Key: legacyOpenKey, Fresh: true}})[0]
+		if res.Err != nil {
+			return moved, storeErr(res.Err)
+		}
+		vals, _ := res.Val.([]any)
+		if len(vals) == 0 {
+			return moved, nil
+		}
+		var adds, rems []redisroute.Cmd
+		for i := 0; i+1 < len(vals); i += 2 {
+			id, _ := vals[i].(string)
+			score, _ := vals[i+1].(string)
+			adds = append(adds, redisroute.Write("ZADD", s.ps.openKeyOf(id), "NX", score, id))
+			rems = append(rems, redisroute.Write("ZREM", legacyOpenKey, id))
+		}
+		if err := s.r.Exec(ctx, adds).Err(); err != nil {
+			return moved, storeErr(err)
+		}
+		if err := s.r.Exec(ctx, rems).Err(); err != nil {
+			return moved, storeErr(err)
+		}
+		moved += len(adds)
+	}
 }

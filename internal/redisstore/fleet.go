@@ -69,8 +69,8 @@ func NewFleet(r router, ps Partitions) *Fleet {
 var _ fleet.Store = (*Fleet)(nil)
 
 // Heartbeat implements fleet.Store.
-func (f *Fleet) Heartbeat(ctx context.Context, id string, until time.Time) error {
-	return storeErr(f.heartbeat.run(ctx, f.r, fleetKey, until.UnixMilli(), id, time.Now().UnixMilli()).Err)
+func (f *Fleet) Heartbeat(ctx context.Context, id string, now, until time.Time) error {
+	return storeErr(f.heartbeat.run(ctx, f.r, fleetKey, until.UnixMilli(), id, now.UnixMilli()).Err)
 }
 
 // Members implements fleet.Store: read from the primary, so that a
@@ -111,14 +111,23 @@ func (f *Fleet) Acquire(ctx context.Context, p int, id string, ttl time.Duration
 	return fleet.Lease{Partition: p, Token: token}, true, nil
 }
 
-// Renew implements fleet.Store.
-func (f *Fleet) Renew(ctx context.Context, l fleet.Lease, ttl time.Duration) (bool, error) {
-	res := f.renew.run(ctx, f.r, f.ps.leaseKey(l.Partition), l.Token, ttl.Milliseconds())
-	if res.Err != nil {
-		return false, storeErr(res.Err)
+// Renew implements fleet.Store: one pipeline per shard.
+func (f *Fleet) Renew(ctx context.Context, leases []fleet.Lease, ttl time.Duration) ([]bool, error) {
+	cmds := make([]redisroute.Cmd, len(leases))
+	for i, l := range leases {
+		cmds[i] = f.renew.cmd(f.ps.leaseKey(l.Partition), l.Token, ttl.Milliseconds())
 	}
-	n, _ := res.Val.(int64)
-	return n == 1, nil
+	kept := make([]bool, len(leases))
+	var errs []error
+	for i, res := range f.renew.exec(ctx, f.r, cmds) {
+		if res.Err != nil {
+			errs = append(errs, fmt.Errorf("renew partition %d: %w", leases[i].Partition, storeErr(res.Err)))
+			continue
+		}
+		n, _ := res.Val.(int64)
+		kept[i] = n == 1
+	}
+	return kept, errors.Join(errs...)
 }
 
 // Release implements fleet.Store.
@@ -134,4 +143,31 @@ func Fence(token string) (int64, error) {
 		}
 	}
 	return 0, fmt.Errorf("lease token %q has no fencing number", token)
+}
+
+// partitionsKey holds the partition count of the fleet's open index, set
+// by the first instance: every instance must use it, or each would file
+// and look for bookings in partitions of its own.
+const partitionsKey = "apollo:fleet:partitions"
+
+// ErrPartitionsDiffer: this instance's partition count is not the fleet's.
+var ErrPartitionsDiffer = errors.New("partition count differs from the fleet's")
+
+// Agree records the partition count if none is, and fails with
+// ErrPartitionsDiffer if another one is recorded.
+func (f *Fleet) Agree(ctx context.Context) error {
+	res := f.r.Exec(ctx, []redisroute.Cmd{redisroute.Write("SET", partitionsKey, f.ps.Count(), "NX", "GET")})[0]
+	if res.Err != nil && !errors.Is(res.Err, redis.Nil) {
+		return storeErr(res.Err)
+	}
+	if res.Val == nil {
+		return nil // recorded now
+	}
+	cur, _ := res.Val.(string)
+	if cur != strconv.Itoa(f.ps.Count()) {
+		return fmt.Errorf("%w: the open index in Redis has %s partitions, this instance was given %d; "+
+			"run every instance with --partitions %s (changing it needs every instance stopped and the key %s deleted: "+
+			"bookings open then stay in the old partitions)", ErrPartitionsDiffer, cur, f.ps.Count(), cur, partitionsKey)
+	}
+	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"testing"
 	"time"
@@ -11,7 +12,9 @@ import (
 	"github.com/apollo-platform/apollo/internal/booking"
 	"github.com/apollo-platform/apollo/internal/driver"
 	"github.com/apollo-platform/apollo/internal/fleet"
+	"github.com/apollo-platform/apollo/internal/localcluster"
 	"github.com/apollo-platform/apollo/internal/localcluster/clustertest"
+	"github.com/apollo-platform/apollo/internal/redisroute"
 	"github.com/apollo-platform/apollo/internal/redisstore"
 )
 
@@ -39,8 +42,8 @@ func TestALeaseIsHeldByOneInstanceAndFencesTheClaimsOfOneThatLostIt(t *testing.T
 	if _, ok, err := f.Acquire(ctx, 2, "b", time.Second); err != nil || ok {
 		t.Fatalf("Acquire(held) by another = %v, %v; want refused", ok, err)
 	}
-	if ok, err := f.Renew(ctx, a, 200*time.Millisecond); err != nil || !ok {
-		t.Fatalf("Renew(held) = %v, %v", ok, err)
+	if kept, err := f.Renew(ctx, []fleet.Lease{a}, 200*time.Millisecond); err != nil || !kept[0] {
+		t.Fatalf("Renew(held) = %v, %v", kept, err)
 	}
 
 	// A booking due in partition 2.
@@ -68,8 +71,8 @@ func TestALeaseIsHeldByOneInstanceAndFencesTheClaimsOfOneThatLostIt(t *testing.T
 	if fb <= fa {
 		t.Fatalf("fencing numbers %d then %d: not increasing", fa, fb)
 	}
-	if ok, _ := f.Renew(ctx, a, time.Second); ok {
-		t.Fatal("a renewed a lease b holds")
+	if kept, _ := f.Renew(ctx, []fleet.Lease{a, b}, time.Second); kept[0] || !kept[1] {
+		t.Fatalf("Renew(a's lost lease, b's) = %v, want [false true]", kept)
 	}
 	ids, err := bs.Claim(ctx, []fleet.Lease{a}, now.Add(time.Second), time.Second, 10)
 	if !errors.Is(err, fleet.ErrLeaseLost) || len(ids) != 0 {
@@ -102,7 +105,7 @@ func TestMembersRunOutUnlessTheyHeartbeat(t *testing.T) {
 		id   string
 		for_ time.Duration
 	}{{"a", time.Minute}, {"b", 100 * time.Millisecond}, {"c", time.Minute}} {
-		if err := f.Heartbeat(ctx, hb.id, now.Add(hb.for_)); err != nil {
+		if err := f.Heartbeat(ctx, hb.id, now, now.Add(hb.for_)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -112,5 +115,91 @@ func TestMembersRunOutUnlessTheyHeartbeat(t *testing.T) {
 	got, err := f.Members(ctx, now.Add(time.Second))
 	if err != nil || !slices.Equal(got, []string{"a"}) {
 		t.Fatalf("Members = %v, %v; want [a] (b ran out, c left)", got, err)
+	}
+}
+
+// The first instance records the fleet's partition count; one started
+// with another count refuses to start rather than file bookings where no
+// other instance looks.
+func TestAnInstanceWithAnotherPartitionCountIsRefused(t *testing.T) {
+	c := clustertest.Start(t, func(cfg *localcluster.Config) { cfg.Replicas = 0 })
+	r := newRouterFor(t, c)
+	ctx := context.Background()
+	if err := redisstore.NewFleet(r, partitions(t, 64)).Agree(ctx); err != nil {
+		t.Fatalf("first instance: %v", err)
+	}
+	if err := redisstore.NewFleet(r, partitions(t, 64)).Agree(ctx); err != nil {
+		t.Fatalf("an instance with the same count: %v", err)
+	}
+	err := redisstore.NewFleet(r, partitions(t, 16)).Agree(ctx)
+	if !errors.Is(err, redisstore.ErrPartitionsDiffer) {
+		t.Fatalf("an instance with 16 partitions: %v, want ErrPartitionsDiffer", err)
+	}
+	t.Log(err)
+}
+
+// Bookings open in the index of a version before partitions are moved
+// into the partitions at start, so an upgrade strands none of them.
+func TestTheUnpartitionedIndexOfAnEarlierVersionIsAdopted(t *testing.T) {
+	c := clustertest.Start(t, func(cfg *localcluster.Config) { cfg.Replicas = 0 })
+	r := newRouterFor(t, c)
+	ctx := context.Background()
+	ps := partitions(t, 8)
+	bs := redisstore.NewBookings(r, 0, ps)
+	due := time.Now().Add(-time.Second)
+	var ids []string
+	for i := range 250 {
+		id := fmt.Sprintf("bk-old-%d", i)
+		ids = append(ids, id)
+		if err := r.Do(ctx, redisroute.Write("ZADD", "apollo:bk:open", due.UnixMilli(), id)).Err; err != nil {
+			t.Fatal(err)
+		}
+	}
+	n, err := bs.AdoptLegacyIndex(ctx)
+	if err != nil || n != 250 {
+		t.Fatalf("AdoptLegacyIndex = %d, %v; want 250", n, err)
+	}
+	claimed, err := bs.Claim(ctx, fleet.Alone(8).Owned(), time.Now(), time.Second, 1000)
+	if err != nil || len(claimed) != 250 {
+		t.Fatalf("claimed %d of the 250 adopted bookings (%v)", len(claimed), err)
+	}
+	if n, err := bs.AdoptLegacyIndex(ctx); err != nil || n != 0 {
+		t.Fatalf("a second AdoptLegacyIndex = %d, %v; want nothing left", n, err)
+	}
+}
+
+// A claim takes no more than its limit, split over the partitions given,
+// the first ones taking the remainder: a full queue claims nothing it
+// cannot work, and no partition is starved by another's backlog.
+func TestAClaimSplitsItsLimitOverThePartitions(t *testing.T) {
+	c := clustertest.Start(t, func(cfg *localcluster.Config) { cfg.Replicas = 0 })
+	r := newRouterFor(t, c)
+	ctx := context.Background()
+	ps := partitions(t, 4)
+	bs := redisstore.NewBookings(r, 0, ps)
+	due := time.Now().Add(-time.Second)
+	for i, per := 0, map[int]int{}; len(per) < 4 || per[0] < 10 || per[1] < 10 || per[2] < 10 || per[3] < 10; i++ {
+		id := fmt.Sprintf("bk-q-%d", i)
+		p := ps.Of(id)
+		if per[p] >= 10 {
+			continue
+		}
+		per[p]++
+		if err := r.Do(ctx, redisroute.Write("ZADD", ps.OpenKey(p), due.UnixMilli(), id)).Err; err != nil {
+			t.Fatal(err)
+		}
+	}
+	leases := fleet.Alone(4).Owned()
+	leases = append(leases[2:], leases[:2]...) // partitions 2, 3, 0, 1
+	ids, err := bs.Claim(ctx, leases, time.Now(), time.Minute, 6)
+	if err != nil || len(ids) != 6 {
+		t.Fatalf("Claim(limit 6) = %d bookings, %v", len(ids), err)
+	}
+	got := map[int]int{}
+	for _, id := range ids {
+		got[ps.Of(id)]++
+	}
+	if want := map[int]int{2: 2, 3: 2, 0: 1, 1: 1}; !maps.Equal(got, want) {
+		t.Fatalf("claimed per partition %v, want %v", got, want)
 	}
 }

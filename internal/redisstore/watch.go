@@ -78,7 +78,9 @@ func (s *Bookings) Watch(ctx context.Context, id string) (booking.Watch, error) 
 	pw.waiters[id][w] = struct{}{}
 	h.mu.Unlock()
 	if first {
-		cancel, err := h.sub.Subscribe(ctx, s.ps.channel(p), redisroute.Handler{
+		// Not this waiter's ctx: the subscription is shared (the router
+		// bounds it with its own timeout).
+		cancel, err := h.sub.Subscribe(context.WithoutCancel(ctx), s.ps.channel(p), redisroute.Handler{
 			Message: func(bookingID string) { h.changed(pw, bookingID) },
 			Lost:    func() { h.lose(p, pw) },
 		})
