@@ -6,7 +6,7 @@ BIN     := bin/apollo
 # keeps timing-sensitive resilience tests honest on a 2-core machine.
 TESTFLAGS ?= -race -count=1 -p 1 -timeout 20m
 
-.PHONY: all build test demo redis iptables fmt-check vet bench drill spike spike-rounds verify clean
+.PHONY: all build test demo redis iptables fmt-check vet bench drill spike spike-rounds spike-fleet capacity verify clean
 
 all: build
 
@@ -61,6 +61,17 @@ spike: redis build
 # enough riders that this machine's other work does not decide it.
 spike-rounds: redis build
 	./$(BIN) spike --modes on --rounds 3 --repeat-baseline=false --no-filter-baseline=false --json spike-rounds.json
+
+# The same with two instances sharing the work, then one of two instances
+# crashed mid-storm (figures in the README).
+spike-fleet: redis build
+	./$(BIN) spike --instances 2 --modes on --rounds 3 --repeat-baseline=false --no-filter-baseline=false --json spike-fleet.json
+	./$(BIN) spike --instances 2 --crash --json spike-crash.json
+
+# What each operation and the fleet's background work ask of Redis
+# (docs/capacity.md), about 5 minutes.
+capacity: redis build
+	./$(BIN) capacity --json capacity.json
 
 # The guarantees checked from recorded histories under every fault, on one
 # and on two instances, five minutes each (about 13 minutes in all).

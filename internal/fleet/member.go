@@ -63,8 +63,8 @@ type Member struct {
 	gained  chan struct{} // a signal: partitions were acquired
 	stop    chan struct{}
 	done    chan struct{} // closed when the loop ends, or by the first Stop of a member never started
-	started bool // under mu
-	halted  bool // under mu
+	started bool          // under mu
+	halted  bool          // under mu
 	once    sync.Once
 }
 
