@@ -2,27 +2,39 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"log/slog"
+	"net"
 	"os"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/apollo-platform/apollo/internal/app"
+	"github.com/apollo-platform/apollo/internal/driver"
 	"github.com/apollo-platform/apollo/internal/localcluster"
 	"github.com/apollo-platform/apollo/internal/sim"
 )
 
 const devSynopsis = `Run Apollo locally: a throwaway 3 × 2 Redis Cluster, the service against it,
 and a simulated fleet of drivers in Singapore moving and heartbeating.
-Prints the API and admin URLs with example requests; Ctrl-C stops everything.`
+Prints the API and admin URLs with example requests; Ctrl-C stops everything.
+
+With --instances N, N instances share the cluster (and the booking work, through
+partition leases); the first listens on --listen and --admin-listen, the others
+on the next ports (any free port if the given one is 0), and the simulated
+drivers spread their calls over them in turn, as through a load balancer.`
 
 // devState is what --state-file receives, for scripts and tests.
 type devState struct {
-	APIURL   string                  `json:"api_url"`
-	AdminURL string                  `json:"admin_url"`
-	Nodes    []localcluster.NodeInfo `json:"nodes"`
-	Drivers  int                     `json:"drivers"`
+	APIURL    string                  `json:"api_url"`
+	AdminURL  string                  `json:"admin_url"`
+	APIURLs   []string                `json:"api_urls"`   // every instance's, the first's first
+	AdminURLs []string                `json:"admin_urls"` // likewise
+	Nodes     []localcluster.NodeInfo `json:"nodes"`
+	Drivers   int                     `json:"drivers"`
 }
 
 func runDev(ctx context.Context, e env, args []string) error {
@@ -35,6 +47,7 @@ func runDev(ctx context.Context, e env, args []string) error {
 	fs := newFlagSet(e, "dev", devSynopsis)
 	fs.IntVar(&ccfg.Primaries, "primaries", ccfg.Primaries, "Redis primaries")
 	fs.IntVar(&ccfg.Replicas, "replicas", ccfg.Replicas, "replicas per primary")
+	instances := fs.Int("instances", 1, "Apollo instances sharing the cluster (1 to 8)")
 	fs.StringVar(&acfg.Listen, "listen", acfg.Listen, "API address (use 127.0.0.1:0 for any free port)")
 	fs.StringVar(&acfg.AdminListen, "admin-listen", acfg.AdminListen, "admin address")
 	fs.Var(&acfg.Redis.Policy, "read-policy", "read policy of the service")
@@ -47,6 +60,9 @@ func runDev(ctx context.Context, e env, args []string) error {
 	}
 	if err := ccfg.Validate(); err != nil {
 		return usageError{err}
+	}
+	if *instances < 1 || *instances > 8 {
+		return usageError{fmt.Errorf("--instances must be 1 to 8, got %d", *instances)}
 	}
 	if err := fcfg.Validate(); err != nil {
 		return usageError{err}
@@ -63,22 +79,23 @@ func runDev(ctx context.Context, e env, args []string) error {
 		fmt.Fprintln(e.stdout, "local cluster stopped")
 	}()
 	acfg.Redis.Addrs = cluster.Addrs()
-	a, err := app.New(ctx, acfg, log)
+	apps, err := startDevInstances(ctx, acfg, *instances, log)
 	if err != nil {
 		return err
 	}
-	if err := a.Listen(); err != nil {
-		a.Close()
-		return err
+	closeAll := func() {
+		for _, a := range apps {
+			a.Close()
+		}
 	}
-	fleet, err := sim.NewFleet(fcfg, a.Drivers())
+	fleet, err := sim.NewFleet(fcfg, &roundRobin{apps: apps})
 	if err != nil {
-		a.Close()
+		closeAll()
 		return err
 	}
 	fmt.Fprintf(e.stdout, "seeding %d drivers...\n", fcfg.Size)
 	if err := fleet.Seed(ctx, time.Now, func(n int) { fmt.Fprintf(e.stdout, "  %d/%d\n", n, fcfg.Size) }); err != nil {
-		a.Close()
+		closeAll()
 		return err
 	}
 	var heartbeatErrs atomic.Int64
@@ -94,17 +111,100 @@ func runDev(ctx context.Context, e env, args []string) error {
 		wg.Wait()
 	}()
 
-	st := devState{APIURL: "http://" + a.APIAddr(), AdminURL: "http://" + a.AdminAddr(), Drivers: fcfg.Size}
+	st := devState{Drivers: fcfg.Size}
+	for _, a := range apps {
+		st.APIURLs, st.AdminURLs = append(st.APIURLs, "http://"+a.APIAddr()), append(st.AdminURLs, "http://"+a.AdminAddr())
+	}
+	st.APIURL, st.AdminURL = st.APIURLs[0], st.AdminURLs[0]
 	st.Nodes, _ = cluster.Info(ctx)
 	if *stateFile != "" {
 		if err := writeJSONFile(*stateFile, st); err != nil {
-			a.Close()
+			closeAll()
 			return err
 		}
 		defer os.Remove(*stateFile)
 	}
 	printDevBanner(e, st)
-	return a.Serve(ctx)
+	return serveAll(ctx, apps)
+}
+
+// startDevInstances builds and binds n instances: the first on cfg's
+// addresses, each next one on the next ports (or any free port for 0).
+func startDevInstances(ctx context.Context, cfg app.Config, n int, log *slog.Logger) ([]*app.App, error) {
+	var apps []*app.App
+	for i := range n {
+		c := cfg
+		var err error
+		if c.Listen, err = nextPort(cfg.Listen, i); err == nil {
+			c.AdminListen, err = nextPort(cfg.AdminListen, i)
+		}
+		if err != nil {
+			return nil, usageError{err}
+		}
+		if n > 1 {
+			c.InstanceID = fmt.Sprintf("dev-%d", i+1)
+		}
+		a, err := app.New(ctx, c, log.With("instance", i+1))
+		if err == nil {
+			if err = a.Listen(); err != nil {
+				a.Close()
+			}
+		}
+		if err != nil {
+			for _, x := range apps {
+				x.Close()
+			}
+			return nil, err
+		}
+		apps = append(apps, a)
+	}
+	return apps, nil
+}
+
+// nextPort is addr with its port moved up by i (0 stays 0: any free port).
+func nextPort(addr string, i int) (string, error) {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "", fmt.Errorf("address %q: %w", addr, err)
+	}
+	p, err := strconv.Atoi(port)
+	if err != nil {
+		return "", fmt.Errorf("address %q: the port must be a number", addr)
+	}
+	if p == 0 {
+		return addr, nil
+	}
+	return net.JoinHostPort(host, strconv.Itoa(p+i)), nil
+}
+
+// serveAll serves every instance until ctx ends and joins their errors.
+func serveAll(ctx context.Context, apps []*app.App) error {
+	errs := make([]error, len(apps))
+	var wg sync.WaitGroup
+	for i, a := range apps {
+		wg.Add(1)
+		go func() { defer wg.Done(); errs[i] = a.Serve(ctx) }()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// roundRobin spreads the simulated drivers' calls over the instances.
+type roundRobin struct {
+	apps []*app.App
+	next atomic.Uint64
+}
+
+func (r *roundRobin) pick() app.DriversWithBookings {
+	return r.apps[int(r.next.Add(1))%len(r.apps)].DriverAPI()
+}
+
+func (r *roundRobin) Heartbeat(ctx context.Context, id string, loc driver.Location, now time.Time) (driver.Driver, error) {
+	return r.pick().Heartbeat(ctx, id, loc, now)
+}
+
+func (r *roundRobin) Apply(ctx context.Context, id string, tr driver.Transition, now time.Time) (driver.Driver, error) {
+	return r.pick().Apply(ctx, id, tr, now)
 }
 
 func printDevBanner(e env, st devState) {
@@ -112,11 +212,15 @@ func printDevBanner(e env, st devState) {
 	if len(st.Nodes) > 0 {
 		seed, more = st.Nodes[0].Addr, len(st.Nodes)-1
 	}
+	others := ""
+	for i := 1; i < len(st.APIURLs); i++ {
+		others += fmt.Sprintf("  instance %d: API %s, admin %s\n", i+1, st.APIURLs[i], st.AdminURLs[i])
+	}
 	fmt.Fprintf(e.stdout, `
 Apollo is running.
   API:    %[1]s
   admin:  %[2]s/metrics  %[2]s/readyz  %[2]s/debug/pprof/
-  Redis:  %[3]s (and %[4]d more nodes)
+%[5]s  Redis:  %[3]s (and %[4]d more nodes)
 
 Try:
   curl -s %[1]s/v1/drivers/drv-000001
@@ -129,5 +233,5 @@ Try:
   curl -s '%[2]s/v1/spampede/cells?top=20'
 
 Ctrl-C stops the service, the fleet and the cluster.
-`, st.APIURL, st.AdminURL, seed, more)
+`, st.APIURL, st.AdminURL, seed, more, others)
 }

@@ -44,13 +44,38 @@ func TestDevServesTheFleetAndStopsCleanly(t *testing.T) {
 	var out, errb bytes.Buffer
 	done := make(chan int, 1)
 	go func() {
-		done <- Run(ctx, []string{"dev", "--drivers", "300", "--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0", "--state-file", state, "--log-level", "warn"}, &out, &errb)
+		done <- Run(ctx, []string{"dev", "--drivers", "300", "--instances", "2", "--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0", "--state-file", state, "--log-level", "warn"}, &out, &errb)
 	}()
 	waitForFile(t, state, 90*time.Second, done, &errb)
 	var st devState
 	b, _ := os.ReadFile(state)
-	if err := json.Unmarshal(b, &st); err != nil || len(st.Nodes) != 9 {
+	if err := json.Unmarshal(b, &st); err != nil || len(st.Nodes) != 9 || len(st.APIURLs) != 2 || st.APIURLs[0] != st.APIURL {
 		t.Fatalf("state file %s: %v", b, err)
+	}
+	// Both instances serve, and share the open index's 64 partitions.
+	for i, admin := range st.AdminURLs {
+		for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+			resp, err := http.Get(admin + "/metrics")
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if strings.Contains(string(body), "\napollo_fleet_partitions_owned 32\n") {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("instance %d does not hold half the partitions after 15 s", i+1)
+			}
+		}
+		resp, err := http.Get(st.APIURLs[i] + "/v1/drivers/drv-000002")
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			t.Errorf("instance %d: GET a driver = %d", i+1, resp.StatusCode)
+		}
 	}
 	for _, path := range []string{st.APIURL + "/v1/drivers/drv-000001", st.AdminURL + "/readyz", st.AdminURL + "/metrics",
 		st.APIURL + "/v1/drivers/nearby?lat=1.35&lng=103.82&radius_m=20000&service=car&limit=5"} {
