@@ -120,7 +120,11 @@ func (a *App) wireBookings(ctx context.Context, cfg Config, log *slog.Logger, o 
 	if err := fs.Agree(ctx); err != nil {
 		return err
 	}
-	if a.member, err = fleet.NewMember(cfg.Fleet, id, fs, time.Now, a.reg, log.With("component", "fleet")); err != nil {
+	fm, err := newFleetMetrics(a.reg)
+	if err != nil {
+		return err
+	}
+	if a.member, err = fleet.NewMember(cfg.Fleet, id, fs, time.Now, fm, log.With("component", "fleet")); err != nil {
 		return err
 	}
 	store := redisstore.NewBookings(a.router, cfg.BookingAcks, ps)

@@ -8,8 +8,6 @@ import (
 	"slices"
 	"sync"
 	"time"
-
-	"github.com/prometheus/client_golang/prometheus"
 )
 
 // Lease is a partition held by this instance. Token fences it: the store
@@ -55,7 +53,7 @@ type Member struct {
 	store Store
 	now   func() time.Time
 	log   *slog.Logger
-	m     metrics
+	m     Metrics
 
 	mu    sync.Mutex
 	owned map[int]held
@@ -69,16 +67,15 @@ type Member struct {
 }
 
 // NewMember returns the member id (unique per process) of the fleet.
-func NewMember(cfg Config, id string, s Store, now func() time.Time, reg prometheus.Registerer, log *slog.Logger) (*Member, error) {
+func NewMember(cfg Config, id string, s Store, now func() time.Time, m Metrics, log *slog.Logger) (*Member, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	m, err := newMetrics(reg)
-	if err != nil {
-		return nil, err
+	if m == nil {
+		m = noMetrics{}
 	}
 	return &Member{cfg: cfg, id: id, store: s, now: now, log: log, m: m, owned: map[int]held{},
 		gained: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}, nil
@@ -167,12 +164,12 @@ func (m *Member) Stop(ctx context.Context) {
 		if err := m.store.Release(ctx, h.Lease); err != nil {
 			m.log.Warn("hand a partition back", "partition", h.Partition, "err", err)
 		}
-		m.m.changes.WithLabelValues("released").Inc()
+		m.m.Changed("released")
 	}
 	if err := m.store.Leave(ctx, m.id); err != nil {
 		m.log.Warn("leave the fleet", "err", err)
 	}
-	m.m.owned.Set(0)
+	m.m.Owned(0)
 	m.log.Info("left the fleet", "handed_back", len(leases))
 }
 
@@ -231,14 +228,14 @@ func (m *Member) Rebalance(ctx context.Context) {
 			if err := m.store.Release(ctx, l); err != nil {
 				m.log.Warn("hand a partition back; it is free when its lease runs out", "partition", l.Partition, "err", err)
 			}
-			m.m.changes.WithLabelValues("released").Inc()
+			m.m.Changed("released")
 		}
 	}
 	if len(renew) > 0 {
 		kept, err := m.store.Renew(ctx, renew, m.cfg.LeaseTTL)
 		if err != nil {
 			m.log.Warn("renew partition leases; each is kept until its time is up", "err", err)
-			m.m.errors.WithLabelValues("renew").Inc()
+			m.m.Failed("renew", 1)
 		}
 		for i, l := range renew {
 			switch {
@@ -246,7 +243,7 @@ func (m *Member) Rebalance(ctx context.Context) {
 				owned[l.Partition] = held{Lease: l, until: start.Add(m.cfg.LeaseTTL)}
 			case err == nil:
 				delete(owned, l.Partition)
-				m.m.changes.WithLabelValues("lost").Inc()
+				m.m.Changed("lost")
 				m.log.Warn("lost a partition lease", "partition", l.Partition)
 			}
 		}
@@ -265,17 +262,17 @@ func (m *Member) Rebalance(ctx context.Context) {
 			continue // held by a member that has not let go yet: next time
 		}
 		owned[p] = held{Lease: l, until: start.Add(m.cfg.LeaseTTL)}
-		m.m.changes.WithLabelValues("acquired").Inc()
+		m.m.Changed("acquired")
 		gained = true
 	}
 	if failed > 0 {
 		m.log.Warn("acquire partition leases", "failed", failed, "wanted", len(want))
-		m.m.errors.WithLabelValues("acquire").Add(float64(failed))
+		m.m.Failed("acquire", failed)
 	}
 	for p, h := range owned {
 		if !m.now().Before(h.until) {
 			delete(owned, p)
-			m.m.changes.WithLabelValues("lost").Inc()
+			m.m.Changed("lost")
 		}
 	}
 	m.mu.Lock()
@@ -287,8 +284,8 @@ func (m *Member) Rebalance(ctx context.Context) {
 		default:
 		}
 	}
-	m.m.owned.Set(float64(len(owned)))
-	m.m.members.Set(float64(max(len(members), 1)))
+	m.m.Owned(len(owned))
+	m.m.Members(max(len(members), 1))
 }
 
 // ErrLeaseLost: a partition was acted on with a lease token it no longer

@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/goleak"
 )
 
@@ -133,7 +132,7 @@ func partitionsOf(ls []Lease) []int {
 func newTestMember(t *testing.T, id string, s Store, clk *clock) *Member {
 	t.Helper()
 	cfg := Config{Partitions: 4, LeaseTTL: 5 * time.Second, RenewEvery: time.Second}
-	m, err := NewMember(cfg, id, s, clk.now, prometheus.NewRegistry(), nil)
+	m, err := NewMember(cfg, id, s, clk.now, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

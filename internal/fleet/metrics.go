@@ -1,32 +1,23 @@
 package fleet
 
-import "github.com/prometheus/client_golang/prometheus"
-
-type metrics struct {
-	owned   prometheus.Gauge
-	members prometheus.Gauge
-	changes *prometheus.CounterVec
-	errors  *prometheus.CounterVec
+// Metrics hears what a member does, for its instance's metrics (the
+// composition root wires Prometheus; nil hears nothing). An interface
+// rather than Prometheus itself: the booking domain depends on this
+// package and must stay free of transport code.
+type Metrics interface {
+	// Owned is how many partitions the member holds now.
+	Owned(n int)
+	// Members is how many live members it saw at its last rebalance.
+	Members(n int)
+	// Changed counts a lease acquired, released (handed back) or lost.
+	Changed(change string)
+	// Failed counts lease operations that failed: renew (a batch), acquire.
+	Failed(op string, n int)
 }
 
-func newMetrics(reg prometheus.Registerer) (metrics, error) {
-	m := metrics{
-		owned: prometheus.NewGauge(prometheus.GaugeOpts{Name: "apollo_fleet_partitions_owned",
-			Help: "Open-bookings partitions this instance holds the lease of."}),
-		members: prometheus.NewGauge(prometheus.GaugeOpts{Name: "apollo_fleet_members",
-			Help: "Live instances this instance saw at its last rebalance."}),
-		changes: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "apollo_fleet_lease_changes_total",
-			Help: "Partition leases acquired, released (handed back) and lost (expired or taken)."}, []string{"change"}),
-		errors: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "apollo_fleet_lease_errors_total",
-			Help: "Lease operations that failed (Redis unreachable, refused): renew (a batch), acquire (a partition)."}, []string{"op"}),
-	}
-	if reg == nil {
-		return m, nil
-	}
-	for _, c := range []prometheus.Collector{m.owned, m.members, m.changes, m.errors} {
-		if err := reg.Register(c); err != nil {
-			return m, err
-		}
-	}
-	return m, nil
-}
+type noMetrics struct{}
+
+func (noMetrics) Owned(int)          {}
+func (noMetrics) Members(int)        {}
+func (noMetrics) Changed(string)     {}
+func (noMetrics) Failed(string, int) {}
