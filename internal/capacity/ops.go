@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -188,7 +187,7 @@ func measure(ctx context.Context, c *localcluster.Cluster, g prometheus.Gatherer
 	if err != nil {
 		return OpRow{}, err
 	}
-	cpu0, err := redisCPU(ctx, c)
+	cpu0, err := c.CPUSeconds(ctx)
 	if err != nil {
 		return OpRow{}, err
 	}
@@ -219,7 +218,7 @@ func measure(ctx context.Context, c *localcluster.Cluster, g prometheus.Gatherer
 	if firstErr != nil {
 		return OpRow{}, firstErr
 	}
-	cpu1, err := redisCPU(ctx, c)
+	cpu1, err := c.CPUSeconds(ctx)
 	if err != nil {
 		return OpRow{}, err
 	}
@@ -264,27 +263,6 @@ func routerCounts(g prometheus.Gatherer) (trips, sent float64, err error) {
 		}
 	}
 	return trips, sent, nil
-}
-
-// redisCPU is the CPU seconds every node has used (user + system).
-func redisCPU(ctx context.Context, c *localcluster.Cluster) (float64, error) {
-	var sum float64
-	for _, n := range c.Nodes() {
-		info, err := n.Client().Info(ctx, "cpu").Result()
-		if err != nil {
-			return 0, err
-		}
-		for _, line := range strings.Split(info, "\n") {
-			for _, f := range []string{"used_cpu_sys:", "used_cpu_user:"} {
-				if v, ok := strings.CutPrefix(strings.TrimSpace(line), f); ok {
-					var x float64
-					fmt.Sscan(v, &x)
-					sum += x
-				}
-			}
-		}
-	}
-	return sum, nil
 }
 
 // selfCPU is the CPU seconds this process has used (user + system; the
