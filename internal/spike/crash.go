@@ -71,7 +71,18 @@ func crashOne(ctx context.Context, cfg Config, in *instances, c *localcluster.Cl
 			last = limit[id]
 		}
 	}
-	restartAt := crashed.Add(cfg.CrashFor)
+	restartAt, restarted := crashed.Add(cfg.CrashFor), false
+	// restart brings the instance back at restartAt (waiting if early).
+	restart := func() error {
+		if err := sleep(ctx, time.Until(restartAt)); err != nil {
+			return err
+		}
+		if err := in.start(ctx, k); err != nil {
+			return fmt.Errorf("restart the crashed instance: %w", err)
+		}
+		res.RestartS, restarted = time.Since(start).Seconds(), true
+		return nil
+	}
 	deadline := last.Add(lease + 10*time.Second)
 	for len(pending) > 0 && time.Now().Before(deadline) {
 		if err := sleep(ctx, 100*time.Millisecond); err != nil {
@@ -93,22 +104,17 @@ func crashOne(ctx context.Context, cfg Config, in *instances, c *localcluster.Cl
 				delete(pending, id)
 			}
 		}
-		if !restartAt.IsZero() && time.Now().After(restartAt) {
-			if err := in.start(ctx, k); err != nil {
-				return res, fmt.Errorf("restart the crashed instance: %w", err)
+		if !restarted && time.Now().After(restartAt) {
+			if err := restart(); err != nil {
+				return res, err
 			}
-			res.RestartS, restartAt = time.Since(start).Seconds(), time.Time{}
 		}
 	}
 	res.Late += len(pending)
-	if !restartAt.IsZero() {
-		if err := sleep(ctx, time.Until(restartAt)); err != nil {
+	if !restarted {
+		if err := restart(); err != nil {
 			return res, err
 		}
-		if err := in.start(ctx, k); err != nil {
-			return res, fmt.Errorf("restart the crashed instance: %w", err)
-		}
-		res.RestartS = time.Since(start).Seconds()
 	}
 	return res, nil
 }
