@@ -46,6 +46,11 @@ type Drivers interface {
 type Store interface {
 	Create(ctx context.Context, b Booking) (stored Booking, created bool, err error)
 	Get(ctx context.Context, id string) (Booking, error)
+	// Exists says whether a booking may be stored: a plain read of its
+	// primary, not confirmed by a replica, for the lookup before a create
+	// (whose own write is confirmed). A yes is read again with Get before
+	// anything is returned.
+	Exists(ctx context.Context, id string) (bool, error)
 	Update(ctx context.Context, old, next Booking) error
 	// Claim returns up to limit open bookings due by now from the
 	// partitions of the leases, earliest first in each, and holds each
@@ -219,10 +224,8 @@ func (s *Service) Create(ctx context.Context, req Request) (Booking, error) {
 	now := s.now()
 	id := ID(req.RiderID, req.IdempotencyKey)
 	if req.IdempotencyKey != "" {
-		if b, err := s.store.Get(ctx, id); err == nil {
-			return b, nil
-		} else if !errors.Is(err, ErrNotFound) {
-			return Booking{}, err
+		if b, found, err := s.existing(ctx, id); err != nil || found {
+			return b, err
 		}
 	}
 	d := s.admit.Admit(ctx, req.Service, req.Pickup.Lat, req.Pickup.Lng, now)
@@ -258,6 +261,22 @@ func (s *Service) Create(ctx context.Context, req Request) (Booking, error) {
 	}
 	s.reschedule(ctx, stored)
 	return stored, nil
+}
+
+// existing is the booking an idempotent retry already created, if any. Most
+// lookups find none (a storm's hotspot is mostly bookings turned away), so
+// they cost one plain read; only one that finds a booking pays for a
+// confirmed read, since only then is something returned.
+func (s *Service) existing(ctx context.Context, id string) (Booking, bool, error) {
+	ok, err := s.store.Exists(ctx, id)
+	if err != nil || !ok {
+		return Booking{}, false, err
+	}
+	b, err := s.store.Get(ctx, id)
+	if errors.Is(err, ErrNotFound) {
+		return Booking{}, false, nil // withdrawn since
+	}
+	return b, err == nil, err
 }
 
 // reschedule sets when a booking that found no driver is tried again.

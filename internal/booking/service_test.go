@@ -74,6 +74,13 @@ func (m *memStore) Get(_ context.Context, id string) (Booking, error) {
 	return b, nil
 }
 
+func (m *memStore) Exists(_ context.Context, id string) (bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	_, ok := m.bks[id]
+	return ok, nil
+}
+
 func (m *memStore) Update(_ context.Context, old, next Booking) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()

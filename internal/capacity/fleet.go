@@ -173,7 +173,7 @@ func fleetRun(ctx context.Context, cfg FleetConfig, n int, say Progress) (FleetR
 
 // startFleet runs n instances in this process, each with its own listeners.
 func startFleet(ctx context.Context, cfg FleetConfig, c *localcluster.Cluster, n int, attempts *atomic.Int64) ([]*app.App, func(), error) {
-	rulesFile, err := neverTrippingRules(c)
+	rulesFile, err := writeRules(c, neverTrips)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -345,15 +345,19 @@ func sleep(ctx context.Context, d time.Duration) error {
 	}
 }
 
-// neverTrippingRules writes a Spampede rule set over Singapore that never
-// trips (the filter still counts): the measurements book where no driver
-// is, on purpose.
-func neverTrippingRules(c *localcluster.Cluster) (string, error) {
-	rules, err := json.Marshal(spampede.RuleSet{Version: 1, Rules: []spampede.Rule{{Name: "never-trips",
-		MinLat: 1.15, MaxLat: 1.50, MinLng: 103.55, MaxLng: 104.10, CellBits: 30, BucketSeconds: 60, Threshold: 1_000_000, HoldDownSeconds: 60}}})
+// neverTrips is a Spampede rule over Singapore that never trips for cars
+// (the filter still counts): the measurements book where no driver is, on
+// purpose.
+var neverTrips = spampede.Rule{Name: "never-trips", Services: []string{"car"},
+	MinLat: 1.15, MaxLat: 1.50, MinLng: 103.55, MaxLng: 104.10, CellBits: 30, BucketSeconds: 60, Threshold: 1_000_000, HoldDownSeconds: 60}
+
+// writeRules writes a Spampede rule set to the cluster's directory for an
+// instance to load.
+func writeRules(c *localcluster.Cluster, rules ...spampede.Rule) (string, error) {
+	raw, err := json.Marshal(spampede.RuleSet{Version: 1, Rules: rules})
 	if err != nil {
 		return "", err
 	}
 	path := filepath.Join(c.Dir(), "spampede-rules.json")
-	return path, os.WriteFile(path, rules, 0o600)
+	return path, os.WriteFile(path, raw, 0o600)
 }

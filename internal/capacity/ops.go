@@ -16,6 +16,7 @@ import (
 	"github.com/apollo-platform/apollo/internal/booking"
 	"github.com/apollo-platform/apollo/internal/driver"
 	"github.com/apollo-platform/apollo/internal/localcluster"
+	"github.com/apollo-platform/apollo/internal/spampede"
 )
 
 // OpsConfig is the per-operation measurement: one instance on a fresh
@@ -77,7 +78,7 @@ func Ops(ctx context.Context, cfg OpsConfig, say Progress) ([]OpRow, error) {
 		return nil, err
 	}
 	defer c.Close()
-	rulesFile, err := neverTrippingRules(c)
+	rulesFile, err := writeRules(c, neverTrips, tripsAtOnce)
 	if err != nil {
 		return nil, err
 	}
@@ -174,8 +175,28 @@ func operations(a *app.App, n int) []op {
 			}
 			return err
 		}},
+		{name: "booking turned away (Spampede)", prepare: func(ctx context.Context, _ int) error {
+			// One miss trips the cell (and its neighbours) for bikes.
+			return a.Spampede().RecordUnallocated(ctx, "bike", turnedAway.Lat, turnedAway.Lng, now())
+		}, do: func(ctx context.Context, i int) error {
+			_, err := a.Bookings().Create(ctx, booking.Request{RiderID: fmt.Sprintf("t-%d", i), Service: "bike",
+				Pickup: turnedAway, Dropoff: driver.Location{Lat: 1.35, Lng: 103.9}, IdempotencyKey: "k"})
+			if hd := (*booking.HighDemandError)(nil); !errors.As(err, &hd) {
+				return fmt.Errorf("want turned away, got %v", err)
+			}
+			return nil
+		}},
 	}
 }
+
+// tripsAtOnce is a Spampede rule that turns bikes away after one booking
+// without a driver in the cell: what a turned-away booking costs is the
+// cost that counts in a storm, when most bookings in the hotspot are.
+var tripsAtOnce = spampede.Rule{Name: "trips-at-once", Services: []string{"bike"},
+	MinLat: 1.15, MaxLat: 1.50, MinLng: 103.55, MaxLng: 104.10, CellBits: 30, BucketSeconds: 600, Threshold: 1, HoldDownSeconds: 600}
+
+// turnedAway is where the turned-away bookings book.
+var turnedAway = driver.Location{Lat: 1.30, Lng: 103.85}
 
 // measure runs o cfg.Count times with cfg.Callers at once and counts.
 func measure(ctx context.Context, c *localcluster.Cluster, g prometheus.Gatherer, o op, cfg OpsConfig) (OpRow, error) {

@@ -157,6 +157,18 @@ func (s *Bookings) Get(ctx context.Context, id string) (booking.Booking, error) 
 	return b, nil
 }
 
+// Exists says whether the booking is on its primary: a plain read, not
+// confirmed (see booking.Store.Exists), and a single command.
+func (s *Bookings) Exists(ctx context.Context, id string) (bool, error) {
+	key := bookingKey(id)
+	res := s.r.Exec(ctx, []redisroute.Cmd{{Args: []any{"EXISTS", key}, Key: key, Fresh: true}})[0]
+	if res.Err != nil {
+		return false, storeErr(res.Err)
+	}
+	n, _ := res.Val.(int64)
+	return n == 1, nil
+}
+
 // Update writes next if the stored version is still old's, and keeps the
 // open-bookings index in step. The write must be acknowledged by as many
 // replicas as a create: one that fewer acknowledged is reported as

@@ -20,9 +20,15 @@ func TestBookingsCreateIsIdempotentAndUpdatesCompareVersions(t *testing.T) {
 	now := time.Unix(1_800_000_000, 0).UTC()
 	b := booking.Booking{ID: "bk-1", RiderID: "r1", Service: "car", Pickup: driver.Location{Lat: 1.3, Lng: 103.8},
 		Status: booking.Searching, CreatedAt: now, UpdatedAt: now, Deadline: now.Add(30 * time.Second)}
+	if ok, err := s.Exists(ctx, "bk-1"); ok || err != nil {
+		t.Fatalf("Exists before Create = %v, %v", ok, err)
+	}
 	stored, created, err := s.Create(ctx, b)
 	if err != nil || !created || stored.Version != 1 {
 		t.Fatalf("Create = %+v, %v, %v", stored, created, err)
+	}
+	if ok, err := s.Exists(ctx, "bk-1"); !ok || err != nil {
+		t.Fatalf("Exists after Create = %v, %v", ok, err)
 	}
 	again := b
 	again.RiderID = "someone-else"
