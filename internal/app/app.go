@@ -40,8 +40,10 @@ type App struct {
 	bg       sync.WaitGroup
 	api      *http.Server
 	admin    *http.Server
+	health   *http.Server // nil unless HealthListen is set
 	apiLn    net.Listener
 	adminLn  net.Listener
+	healthLn net.Listener
 	draining atomic.Bool
 	crashed  atomic.Bool // Crash was called: nothing is handed back
 	// stopping is cancelled when the API server begins its shutdown: it
@@ -77,11 +79,14 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, opts ...Option) (*Ap
 		a.router.Close()
 		return nil, err
 	}
-	admin := httpapi.NewAdmin(httpapi.AdminDeps{Gatherer: a.reg, Ready: a.ready, Draining: a.draining.Load, Log: log,
-		Spampede: a.rules, Now: time.Now})
+	deps := httpapi.AdminDeps{Gatherer: a.reg, Ready: a.ready, Draining: a.draining.Load, Log: log,
+		Spampede: a.rules, Now: time.Now, Token: cfg.AdminToken, Cmdline: cfg.Cmdline}
 	a.api = &http.Server{Handler: handler, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second,
 		WriteTimeout: 40 * time.Second, IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10}
-	a.admin = &http.Server{Handler: admin, ReadHeaderTimeout: 5 * time.Second, IdleTimeout: time.Minute}
+	a.admin = &http.Server{Handler: httpapi.NewAdmin(deps), ReadHeaderTimeout: 5 * time.Second, IdleTimeout: time.Minute}
+	if cfg.HealthListen != "" {
+		a.health = &http.Server{Handler: httpapi.NewHealth(deps), ReadHeaderTimeout: 5 * time.Second, IdleTimeout: time.Minute}
+	}
 	return a, nil
 }
 
@@ -147,11 +152,24 @@ func instanceID() string {
 	return fmt.Sprintf("%s-%d-%x", host, os.Getpid(), b)
 }
 
-// ready is /readyz: every shard answers a real keyed read within a second.
+// ready is /readyz: this instance can serve, which is that some shard
+// answers a real keyed read within a second. A shard that answers none of
+// the instances fails its part of the key space on every instance alike
+// (with 503s, and the router's alerts); taking every instance out of the
+// load balancer for it would fail the other shards' keys too. So only what
+// is this instance's own (its network, its credentials: no shard answers)
+// makes it unready, and the balancer sends its traffic to the others.
 func (a *App) ready(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
-	return a.router.ProbeShards(ctx)
+	n, err := a.router.ProbeShards(ctx)
+	if n == 0 {
+		return fmt.Errorf("no Redis shard answers: %w", err)
+	}
+	if err != nil {
+		a.log.LogAttrs(ctx, slog.LevelDebug, "ready with shards not answering", slog.Any("err", err))
+	}
+	return nil
 }
 
 // Drivers is the driver store (apollo dev seeds its fleet through it).
@@ -170,10 +188,26 @@ func (a *App) Listen() error {
 		a.apiLn.Close()
 		return fmt.Errorf("admin listen on %s: %w", a.cfg.AdminListen, err)
 	}
+	if a.health != nil {
+		if a.healthLn, err = net.Listen("tcp", a.cfg.HealthListen); err != nil {
+			a.apiLn.Close()
+			a.adminLn.Close()
+			return fmt.Errorf("health listen on %s: %w", a.cfg.HealthListen, err)
+		}
+		a.healthLn = httpapi.WrapListener(a.healthLn)
+	}
 	// net/http's own refusals (a 431 for oversized headers, ...) become
 	// JSON errors like every other.
 	a.apiLn, a.adminLn = httpapi.WrapListener(a.apiLn), httpapi.WrapListener(a.adminLn)
 	return nil
+}
+
+// HealthAddr is the bound address of the health listener ("" without one).
+func (a *App) HealthAddr() string {
+	if a.healthLn == nil {
+		return ""
+	}
+	return a.healthLn.Addr().String()
 }
 
 // APIAddr and AdminAddr are the bound addresses (after Listen).
@@ -189,12 +223,17 @@ func (a *App) Serve(ctx context.Context) error {
 			return err
 		}
 	}
-	errc := make(chan error, 2)
-	var wg sync.WaitGroup
-	for _, s := range []struct {
+	type server struct {
 		srv *http.Server
 		ln  net.Listener
-	}{{a.api, a.apiLn}, {a.admin, a.adminLn}} {
+	}
+	servers := []server{{a.api, a.apiLn}, {a.admin, a.adminLn}}
+	if a.health != nil {
+		servers = append(servers, server{a.health, a.healthLn})
+	}
+	errc := make(chan error, len(servers))
+	var wg sync.WaitGroup
+	for _, s := range servers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -204,7 +243,7 @@ func (a *App) Serve(ctx context.Context) error {
 		}()
 	}
 	a.startBackground()
-	a.log.Info("apollo serving", "api", a.APIAddr(), "admin", a.AdminAddr())
+	a.log.Info("apollo serving", "api", a.APIAddr(), "admin", a.AdminAddr(), "health", a.HealthAddr(), "admin_token", a.cfg.AdminToken != "")
 	var serveErr error
 	select {
 	case <-ctx.Done():
@@ -222,6 +261,9 @@ func (a *App) Serve(ctx context.Context) error {
 	defer cancel()
 	a.stopAPI()
 	err := errors.Join(serveErr, a.api.Shutdown(sctx), a.admin.Shutdown(sctx))
+	if a.health != nil {
+		err = errors.Join(err, a.health.Shutdown(sctx))
+	}
 	wg.Wait()
 	a.stopBackground()
 	err = errors.Join(err, a.router.Close())
@@ -282,9 +324,10 @@ func (a *App) Spampede() *spampede.Filter { return a.filter }
 
 // Close releases what New acquired, for an App that never served.
 func (a *App) Close() error {
-	if a.apiLn != nil {
-		a.apiLn.Close()
-		a.adminLn.Close()
+	for _, ln := range []net.Listener{a.apiLn, a.adminLn, a.healthLn} {
+		if ln != nil {
+			ln.Close()
+		}
 	}
 	return a.router.Close()
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/apollo-platform/apollo/internal/httpapi"
 	"github.com/apollo-platform/apollo/internal/redisroute"
 	"github.com/apollo-platform/apollo/internal/redisstore"
+	"github.com/apollo-platform/apollo/internal/secret"
 	"github.com/apollo-platform/apollo/internal/spampede"
 )
 
@@ -39,7 +40,20 @@ type Config struct {
 	BookingAcks int
 
 	Listen      string // public API
-	AdminListen string // metrics, pprof, health: keep it private
+	AdminListen string // metrics, pprof, health, Spampede rules: keep it private
+	// HealthListen, if set, also serves /metrics, /livez and /readyz on a
+	// listener of their own, for scrapers and load balancers that should
+	// not reach the admin routes at all.
+	HealthListen string
+	// AdminTokenFile holds the admin token; Finish reads it into AdminToken.
+	AdminTokenFile string
+	// AdminToken is the bearer credential that the admin routes which
+	// change Apollo (PUT /v1/spampede/rules) or show its internals (pprof)
+	// require. Never logged. Empty keeps those routes closed.
+	AdminToken string
+	// Cmdline is what /debug/pprof/cmdline shows: the command sets it to
+	// its arguments with SecretFlags redacted.
+	Cmdline []string
 	// DrainDelay is how long readiness reports 503 before the listeners
 	// close, so load balancers stop sending traffic first.
 	DrainDelay      time.Duration
@@ -93,7 +107,9 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.Float64Var(&c.Dispatch.RadiusM, "dispatch-radius-m", c.Dispatch.RadiusM, "how far from the pickup drivers are searched")
 	fs.IntVar(&c.BookingAcks, "booking-acks", c.BookingAcks, "replicas that must acknowledge a new booking before it is reported created")
 	fs.StringVar(&c.Listen, "listen", c.Listen, "address of the public HTTP API")
-	fs.StringVar(&c.AdminListen, "admin-listen", c.AdminListen, "address of the admin listener (/metrics, /debug/pprof/, /livez, /readyz)")
+	fs.StringVar(&c.AdminListen, "admin-listen", c.AdminListen, "address of the admin listener (/metrics, /debug/pprof/, /livez, /readyz, /v1/spampede/)")
+	fs.StringVar(&c.HealthListen, "health-listen", c.HealthListen, "if set, also serve /metrics, /livez and /readyz here, apart from the admin routes")
+	fs.StringVar(&c.AdminTokenFile, "admin-token-file", c.AdminTokenFile, "file holding the token (at least 16 characters) that PUT /v1/spampede/rules and /debug/pprof/ require as 'Authorization: Bearer <token>'; without it they answer 401")
 	fs.DurationVar(&c.DrainDelay, "drain-delay", c.DrainDelay, "on shutdown, report not-ready for this long before closing listeners")
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", c.ShutdownTimeout, "how long in-flight requests get to finish on shutdown")
 	fs.TextVar(&c.LogLevel, "log-level", c.LogLevel, "debug, info, warn or error")
@@ -102,11 +118,26 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 
 // Finish applies flag-only settings; call it after parsing.
 func (c *Config) Finish() error {
+	if c.AdminTokenFile != "" {
+		t, err := secret.ReadFile(c.AdminTokenFile)
+		if err != nil {
+			return fmt.Errorf("--admin-token-file: %w", err)
+		}
+		c.AdminToken = t
+	}
 	if c.redisFlags == nil {
 		return nil
 	}
 	return c.redisFlags.Apply(&c.Redis)
 }
+
+// SecretFlags are the flags whose values are secrets: redacted from the
+// arguments wherever they are shown.
+func SecretFlags() []string { return []string{"redis-password"} }
+
+// minAdminToken is the shortest admin token accepted: 16 random characters
+// cannot be guessed over HTTP.
+const minAdminToken = 16
 
 // Validate reports every problem, from every part.
 func (c Config) Validate() error {
@@ -118,6 +149,9 @@ func (c Config) Validate() error {
 	}
 	if c.BookingAcks < 0 || c.RulesPollEvery <= 0 {
 		errs = append(errs, errors.New("booking acks must not be negative and the rules poll interval must be positive"))
+	}
+	if t := c.AdminToken; t != "" && len(t) < minAdminToken {
+		errs = append(errs, fmt.Errorf("the admin token must be at least %d characters, got %d", minAdminToken, len(t)))
 	}
 	if c.Listen == "" || c.AdminListen == "" {
 		errs = append(errs, errors.New("listen and admin-listen addresses are required"))
@@ -140,7 +174,7 @@ func (c Config) Redacted() map[string]any {
 	return map[string]any{
 		"redis_addrs": c.Redis.Addrs, "redis_user": c.Redis.Username, "redis_password": pw,
 		"redis_tls": c.Redis.TLS != nil, "read_policy": c.Redis.Policy, "redis_call_timeout": c.Redis.CallTimeout.String(),
-		"listen": c.Listen, "admin_listen": c.AdminListen, "driver_stale_after": c.Rules.StaleAfter.String(),
+		"listen": c.Listen, "admin_listen": c.AdminListen, "health_listen": c.HealthListen, "admin_token_file": c.AdminTokenFile, "driver_stale_after": c.Rules.StaleAfter.String(),
 		"geo_cell_bits": c.Store.GeoCellBits, "drain_delay": c.DrainDelay.String(),
 	}
 }

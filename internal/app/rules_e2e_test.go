@@ -154,9 +154,13 @@ func startInstance(t *testing.T, c *localcluster.Cluster) string {
 	cfg := app.DefaultConfig()
 	cfg.Redis.Addrs = c.Addrs()[:1]
 	cfg.RulesPollEvery = 50 * time.Millisecond
+	cfg.AdminToken = testAdminToken
 	_, _, admin := serveApp(t, cfg)
 	return admin
 }
+
+// testAdminToken is the admin token of the instances that change rules.
+const testAdminToken = "test-admin-token-0123456789"
 
 // rulesStore reads and writes the shared rules straight in Redis, as
 // another instance would.
@@ -191,6 +195,7 @@ func putRules(t *testing.T, admin string, rs spampede.RuleSet) (int, string) {
 	body, _ := json.Marshal(rs)
 	req, _ := http.NewRequest(http.MethodPut, admin+"/v1/spampede/rules", bytes.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+testAdminToken)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Errorf("PUT rules: %v", err)

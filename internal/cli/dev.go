@@ -2,11 +2,14 @@ package cli
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"os"
+	"path/filepath"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -35,6 +38,8 @@ type devState struct {
 	AdminURLs []string                `json:"admin_urls"` // likewise
 	Nodes     []localcluster.NodeInfo `json:"nodes"`
 	Drivers   int                     `json:"drivers"`
+	// AdminTokenFile holds the admin token of this run (owner-only).
+	AdminTokenFile string `json:"admin_token_file"`
 }
 
 func runDev(ctx context.Context, e env, args []string) error {
@@ -79,6 +84,10 @@ func runDev(ctx context.Context, e env, args []string) error {
 		fmt.Fprintln(e.stdout, "local cluster stopped")
 	}()
 	acfg.Redis.Addrs = cluster.Addrs()
+	tokenFile := filepath.Join(cluster.Dir(), "admin-token")
+	if acfg.AdminToken, err = newAdminToken(tokenFile); err != nil {
+		return err
+	}
 	apps, err := startDevInstances(ctx, acfg, *instances, log)
 	if err != nil {
 		return err
@@ -111,7 +120,7 @@ func runDev(ctx context.Context, e env, args []string) error {
 		wg.Wait()
 	}()
 
-	st := devState{Drivers: fcfg.Size}
+	st := devState{Drivers: fcfg.Size, AdminTokenFile: tokenFile}
 	for _, a := range apps {
 		st.APIURLs, st.AdminURLs = append(st.APIURLs, "http://"+a.APIAddr()), append(st.AdminURLs, "http://"+a.AdminAddr())
 	}
@@ -126,6 +135,18 @@ func runDev(ctx context.Context, e env, args []string) error {
 	}
 	printDevBanner(e, st)
 	return serveAll(ctx, apps)
+}
+
+// newAdminToken makes a random admin token for this run and writes it,
+// readable by its owner only, to path (in the cluster's directory, removed
+// with it): the banner names the file, never the token.
+func newAdminToken(path string) (string, error) {
+	var b [24]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", err
+	}
+	token := hex.EncodeToString(b[:])
+	return token, os.WriteFile(path, []byte(token+"\n"), 0o600)
 }
 
 // startDevInstances builds and binds n instances: the first on cfg's
@@ -219,7 +240,9 @@ func printDevBanner(e env, st devState) {
 	fmt.Fprintf(e.stdout, `
 Apollo is running.
   API:    %[1]s
-  admin:  %[2]s/metrics  %[2]s/readyz  %[2]s/debug/pprof/
+  admin:  %[2]s/metrics  %[2]s/readyz  %[2]s/v1/spampede/rules
+          pprof and rule changes need the token in %[6]s:
+          curl -s -H "Authorization: Bearer $(cat %[6]s)" %[2]s/debug/pprof/
 %[5]s  Redis:  %[3]s (and %[4]d more nodes)
 
 Try:
@@ -233,5 +256,5 @@ Try:
   curl -s '%[2]s/v1/spampede/cells?top=20'
 
 Ctrl-C stops the service, the fleet and the cluster.
-`, st.APIURL, st.AdminURL, seed, more, others)
+`, st.APIURL, st.AdminURL, seed, more, others, st.AdminTokenFile)
 }

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/pprof"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -30,18 +31,59 @@ type AdminDeps struct {
 	Spampede Spampede
 	// Now is the clock that decides which cells are tripped; time.Now when nil.
 	Now func() time.Time
+	// Token is the admin credential that PUT /v1/spampede/rules and pprof
+	// require (see admin_auth.go); empty keeps those routes closed.
+	Token string
+	// Cmdline is what /debug/pprof/cmdline shows: the process's arguments
+	// with every secret already redacted (pprof's own handler prints
+	// os.Args as they are, a password given by flag included).
+	Cmdline []string
 }
 
 // NewAdmin returns the handler for the private admin listener: /metrics,
 // /debug/pprof/, /livez, /readyz and the Spampede routes (see the package
-// doc). It must never be exposed publicly: pprof reveals internals and can
-// burn CPU on demand, and the Spampede rules decide who may book.
+// doc). It should not be exposed publicly even so: pprof reveals internals
+// and can burn CPU on demand, and the Spampede rules decide who may book;
+// both need deps.Token.
 //
 // The pprof handlers are registered here explicitly. (Importing
 // net/http/pprof also registers them on http.DefaultServeMux, which Apollo
 // never serves.) Every other path and method gets the public API's JSON
 // 404 or 405.
 func NewAdmin(deps AdminDeps) http.Handler {
+	deps = deps.withDefaults()
+	rp := responder{log: deps.Log}
+	guard := func(h http.HandlerFunc) http.HandlerFunc { return rp.guarded(deps.Token, h) }
+	routes := append(deps.healthRoutes(),
+		route{"/debug/pprof/", guard(pprof.Index)}, // also serves named profiles: heap, goroutine, ...
+		route{"/debug/pprof/cmdline", guard(deps.cmdline)},
+		route{"/debug/pprof/profile", guard(pprof.Profile)},
+		route{"/debug/pprof/symbol", guard(pprof.Symbol)},
+		route{"/debug/pprof/trace", guard(pprof.Trace)},
+	)
+	sp := &spampedeAdmin{responder: rp, filter: deps.Spampede, now: deps.Now}
+	for _, rt := range sp.routes() {
+		switch {
+		case deps.Spampede == nil:
+			rt.handler = rp.failing(errSpampedeDisabled)
+		case !strings.HasPrefix(rt.pattern, http.MethodGet+" "):
+			rt.handler = guard(rt.handler)
+		}
+		routes = append(routes, rt)
+	}
+	mux, _ := rp.serveMux(routes)
+	return mux
+}
+
+// NewHealth returns the handler of a listener for probes and scrapes
+// only: /metrics, /livez and /readyz, none of which needs the token.
+func NewHealth(deps AdminDeps) http.Handler {
+	deps = deps.withDefaults()
+	mux, _ := responder{log: deps.Log}.serveMux(deps.healthRoutes())
+	return mux
+}
+
+func (deps AdminDeps) withDefaults() AdminDeps {
 	if deps.Gatherer == nil {
 		deps.Gatherer = prometheus.Gatherers{}
 	}
@@ -51,19 +93,18 @@ func NewAdmin(deps AdminDeps) http.Handler {
 	if deps.Now == nil {
 		deps.Now = time.Now
 	}
-	rp := responder{log: deps.Log}
+	return deps
+}
+
+// healthRoutes are /metrics and the probes.
+func (deps AdminDeps) healthRoutes() []route {
 	metrics := promhttp.HandlerFor(deps.Gatherer, promhttp.HandlerOpts{
 		ErrorLog: promLogger{deps.Log},
 		// A broken collector must not hide all the others.
 		ErrorHandling: promhttp.ContinueOnError,
 	})
-	routes := []route{
+	return []route{
 		{"GET /metrics", metrics.ServeHTTP},
-		{"/debug/pprof/", pprof.Index}, // also serves named profiles: heap, goroutine, ...
-		{"/debug/pprof/cmdline", pprof.Cmdline},
-		{"/debug/pprof/profile", pprof.Profile},
-		{"/debug/pprof/symbol", pprof.Symbol},
-		{"/debug/pprof/trace", pprof.Trace},
 		{"GET /livez", func(w http.ResponseWriter, r *http.Request) {
 			// Live means the process can answer at all; it never checks
 			// dependencies, or a Redis outage would get every pod restarted.
@@ -71,15 +112,14 @@ func NewAdmin(deps AdminDeps) http.Handler {
 		}},
 		{"GET /readyz", deps.readyz},
 	}
-	sp := &spampedeAdmin{responder: rp, filter: deps.Spampede, now: deps.Now}
-	for _, rt := range sp.routes() {
-		if deps.Spampede == nil {
-			rt.handler = rp.failing(errSpampedeDisabled)
-		}
-		routes = append(routes, rt)
-	}
-	mux, _ := rp.serveMux(routes)
-	return mux
+}
+
+// cmdline is pprof's cmdline answer (the arguments, NUL-separated) from
+// the redacted Cmdline.
+func (deps AdminDeps) cmdline(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	_, _ = fmt.Fprint(w, strings.Join(deps.Cmdline, "\x00"))
 }
 
 // readyz is 503 with the reason while draining or not ready, else 200.

@@ -182,8 +182,12 @@ func TestAdminSpampede(t *testing.T) {
 			}
 			logs := &syncBuffer{}
 			h := &harness{handler: httpapi.NewAdmin(httpapi.AdminDeps{Spampede: f, Now: func() time.Time { return testNow },
-				Log: slog.New(slog.NewJSONHandler(logs, nil))})}
-			rec := h.do(tt.req)
+				Log: slog.New(slog.NewJSONHandler(logs, nil)), Token: "0123456789abcdef-admin"})}
+			req := tt.req
+			if req.header == nil {
+				req.header = http.Header{"Authorization": {"Bearer 0123456789abcdef-admin"}}
+			}
+			rec := h.do(req)
 			if rec.Code != tt.wantStatus {
 				t.Fatalf("status = %d, want %d: %s", rec.Code, tt.wantStatus, rec.Body)
 			}

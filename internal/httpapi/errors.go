@@ -26,6 +26,7 @@ type Code string
 const (
 	CodeInvalidArgument         Code = "invalid_argument"           // 400
 	CodeBadRequest              Code = "bad_request"                // 400, not well-formed HTTP; see WrapListener
+	CodeUnauthorized            Code = "unauthorized"               // 401, an admin route without the admin token
 	CodeNotFound                Code = "not_found"                  // 404
 	CodeMethodNotAllowed        Code = "method_not_allowed"         // 405, with Allow
 	CodeIllegalTransition       Code = "illegal_transition"         // 409, not worth retrying as is
@@ -43,7 +44,7 @@ const (
 // Codes returns every Code.
 func Codes() []Code {
 	return []Code{
-		CodeInvalidArgument, CodeBadRequest, CodeNotFound, CodeMethodNotAllowed, CodeIllegalTransition, CodeConflict,
+		CodeInvalidArgument, CodeBadRequest, CodeUnauthorized, CodeNotFound, CodeMethodNotAllowed, CodeIllegalTransition, CodeConflict,
 		CodePayloadTooLarge, CodeUnsupportedMediaType, CodeHighDemand, CodeHeaderTooLarge, CodeInternal,
 		CodeNotImplemented, CodeUnavailable, CodeHTTPVersionNotSupported,
 	}
@@ -157,6 +158,10 @@ func classify(err error) problem {
 		p = problem{status: http.StatusNotImplemented, code: CodeNotImplemented, message: "the request's Transfer-Encoding is not supported"}
 	case errors.As(err, &refused) && refused.status == http.StatusHTTPVersionNotSupported:
 		p = problem{status: http.StatusHTTPVersionNotSupported, code: CodeHTTPVersionNotSupported, message: "the request's HTTP version is not supported; use HTTP/1.1"}
+	case errors.Is(err, errUnauthorized):
+		p = problem{status: http.StatusUnauthorized, code: CodeUnauthorized, message: "this route needs the admin token: send Authorization: Bearer <token>, the contents of the instance's --admin-token-file"}
+	case errors.Is(err, errNoAdminToken):
+		p = problem{status: http.StatusUnauthorized, code: CodeUnauthorized, message: "this instance was started without --admin-token-file, so the admin routes that change it or show its internals are closed"}
 	case errors.Is(err, errNoRoute):
 		p = problem{status: http.StatusNotFound, code: CodeNotFound, message: "no such route"}
 	case errors.As(err, &demand):

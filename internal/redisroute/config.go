@@ -9,6 +9,8 @@ import (
 	"os"
 	"strings"
 	"time"
+
+	"github.com/apollo-platform/apollo/internal/secret"
 )
 
 // Policy chooses which node of a shard serves a read. Writes always go to the primary.
@@ -171,6 +173,7 @@ func DefaultConfig() Config {
 // Flags holds the flag-only settings that become Config fields after parsing.
 type Flags struct {
 	addrs          string
+	passwordFile   string
 	tlsOn          bool
 	tlsCA          string
 	tlsServerName  string
@@ -183,7 +186,8 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) *Flags {
 	f := &Flags{addrs: strings.Join(c.Addrs, ",")}
 	fs.StringVar(&f.addrs, "redis-addrs", f.addrs, "comma-separated seed addresses of the Redis Cluster (host:port)")
 	fs.StringVar(&c.Username, "redis-user", c.Username, "Redis ACL user name")
-	fs.StringVar(&c.Password, "redis-password", c.Password, "Redis password (prefer APOLLO_REDIS_PASSWORD over the flag)")
+	fs.StringVar(&c.Password, "redis-password", c.Password, "Redis password (prefer --redis-password-file or APOLLO_REDIS_PASSWORD: a flag is on the command line for every local user to read)")
+	fs.StringVar(&f.passwordFile, "redis-password-file", "", "file holding the Redis password (a mounted secret); white space around it is ignored")
 	fs.Var(&c.Policy, "read-policy", "where reads go: "+policyList())
 	fs.BoolVar(&f.tlsOn, "redis-tls", false, "connect to Redis over TLS")
 	fs.StringVar(&f.tlsCA, "redis-tls-ca", "", "PEM file of the CA that signed the Redis certificates (default: system roots)")
@@ -208,6 +212,16 @@ func (f *Flags) Apply(c *Config) error {
 		if a = strings.TrimSpace(a); a != "" {
 			c.Addrs = append(c.Addrs, a)
 		}
+	}
+	if f.passwordFile != "" {
+		if c.Password != "" {
+			return errors.New("give the Redis password once: --redis-password-file, or --redis-password / APOLLO_REDIS_PASSWORD")
+		}
+		pw, err := secret.ReadFile(f.passwordFile)
+		if err != nil {
+			return fmt.Errorf("--redis-password-file: %w", err)
+		}
+		c.Password = pw
 	}
 	if !f.tlsOn {
 		return nil

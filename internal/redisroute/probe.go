@@ -8,9 +8,8 @@ import (
 )
 
 // ProbeShards reads one key on every shard, through the read policy, and
-// reports the shards that did not answer. It is what readiness means: every
-// part of the key space can be read now.
-func (r *Router) ProbeShards(ctx context.Context) error {
+// returns how many answered and an error naming the shards that did not.
+func (r *Router) ProbeShards(ctx context.Context) (answered int, err error) {
 	t := r.topo.Load()
 	var cmds []Cmd
 	for _, s := range t.shards {
@@ -20,9 +19,11 @@ func (r *Router) ProbeShards(ctx context.Context) error {
 	for i, res := range r.Exec(ctx, cmds) {
 		if res.Err != nil {
 			errs = append(errs, fmt.Errorf("shard of %s: %w", t.shards[i].primary.addr, res.Err))
+			continue
 		}
+		answered++
 	}
-	return errors.Join(errs...)
+	return answered, errors.Join(errs...)
 }
 
 // keyOnShard finds a key whose slot belongs to s.
