@@ -6,7 +6,7 @@ BIN     := bin/apollo
 # keeps timing-sensitive resilience tests honest on a 2-core machine.
 TESTFLAGS ?= -race -count=1 -p 1 -timeout 20m
 
-.PHONY: all build test demo redis iptables fmt-check vet bench drill spike spike-rounds spike-fleet capacity verify clean
+.PHONY: all build test demo redis iptables prometheus fmt-check vet bench drill spike spike-rounds spike-fleet capacity verify clean
 
 all: build
 
@@ -41,7 +41,16 @@ fmt-check:
 vet:
 	$(GO) vet ./...
 
-test: redis iptables fmt-check vet
+# The monitoring mixin's tests need promtool and prometheus (Debian's package).
+prometheus:
+	@command -v promtool >/dev/null 2>&1 && command -v prometheus >/dev/null 2>&1 || { \
+	  echo "prometheus is not installed; installing Debian's prometheus package with apt-get..."; \
+	  SUDO=; [ "$$(id -u)" -eq 0 ] || SUDO=sudo; \
+	  $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
+	  $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus >/dev/null; \
+	} || { echo "could not install prometheus: install it yourself (apt-get install prometheus) and re-run"; exit 1; }
+
+test: redis iptables prometheus fmt-check vet
 	$(GO) test $(TESTFLAGS) ./...
 
 # Throughput, Apollo next to go-redis v9 in the same run (figures in the README).

@@ -79,6 +79,18 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, opts ...Option) (*Ap
 		a.router.Close()
 		return nil, err
 	}
+	// What /readyz answers, for alerts: a scrape runs the same check.
+	ready := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "apollo_ready",
+		Help: "1 while /readyz would answer 200: not draining, and some Redis shard answers."}, func() float64 {
+		if a.draining.Load() || a.ready(context.Background()) != nil {
+			return 0
+		}
+		return 1
+	})
+	if err := a.reg.Register(ready); err != nil {
+		a.router.Close()
+		return nil, err
+	}
 	deps := httpapi.AdminDeps{Gatherer: a.reg, Ready: a.ready, Draining: a.draining.Load, Log: log,
 		Spampede: a.rules, Now: time.Now, Token: cfg.AdminToken, Cmdline: cfg.Cmdline}
 	a.api = &http.Server{Handler: handler, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second,
@@ -138,8 +150,12 @@ func (a *App) wireBookings(ctx context.Context, cfg Config, log *slog.Logger, o 
 	} else if n > 0 {
 		log.Info("moved the open bookings of the unpartitioned index into the partitions", "moved", n)
 	}
+	bm, err := newBookingMetrics(a.reg)
+	if err != nil {
+		return err
+	}
 	a.bookings, err = booking.NewService(cfg.Booking, o.admitter(a.filter), o.allocator(alloc), store,
-		reserver{a.drivers}, a.drivers, a.member, time.Now, log.With("component", "booking"))
+		reserver{a.drivers}, a.drivers, a.member, time.Now, log.With("component", "booking"), bm)
 	return err
 }
 

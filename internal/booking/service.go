@@ -175,6 +175,7 @@ type Service struct {
 	shares   Shares
 	log      *slog.Logger
 	now      func() time.Time
+	metrics  Metrics
 
 	queue chan string
 	stop  chan struct{}
@@ -185,7 +186,8 @@ type Service struct {
 // NewService wires the pipeline; its workers claim the open bookings of
 // the partitions sh owns. With rs non-nil, they also sweep lapsed
 // reservations (see sweep).
-func NewService(cfg Config, a Admitter, al Allocator, s Store, d Drivers, rs Reservations, sh Shares, now func() time.Time, log *slog.Logger) (*Service, error) {
+// m may be nil (no metrics).
+func NewService(cfg Config, a Admitter, al Allocator, s Store, d Drivers, rs Reservations, sh Shares, now func() time.Time, log *slog.Logger, m Metrics) (*Service, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -195,7 +197,10 @@ func NewService(cfg Config, a Admitter, al Allocator, s Store, d Drivers, rs Res
 	if sh == nil {
 		return nil, errors.New("booking: no shares of the open index")
 	}
-	return &Service{cfg: cfg, admit: a, alloc: al, store: s, driver: d, reserved: rs, shares: sh, log: log, now: now,
+	if m == nil {
+		m = noMetrics{}
+	}
+	return &Service{cfg: cfg, admit: a, alloc: al, store: s, driver: d, reserved: rs, shares: sh, log: log, now: now, metrics: m,
 		queue: make(chan string, cfg.Queue), stop: make(chan struct{})}, nil
 }
 
@@ -230,6 +235,7 @@ func (s *Service) Create(ctx context.Context, req Request) (Booking, error) {
 	}
 	d := s.admit.Admit(ctx, req.Service, req.Pickup.Lat, req.Pickup.Lng, now)
 	if !d.Admit() {
+		s.metrics.Outcome(OutcomeTurnedAway)
 		return Booking{}, &HighDemandError{RetryAfter: d.RetryAfter, Cell: d.Cell.String()}
 	}
 	// Due a claim hold from now: if this process dies during the first
@@ -249,6 +255,7 @@ func (s *Service) Create(ctx context.Context, req Request) (Booking, error) {
 	if err != nil || !created {
 		return stored, err
 	}
+	s.metrics.Outcome(OutcomeCreated)
 	next, err := s.tryAllocate(ctx, stored)
 	if err == nil {
 		return next, nil
@@ -316,6 +323,7 @@ func (s *Service) tryAllocate(ctx context.Context, b Booking) (Booking, error) {
 		}
 		return b, err
 	}
+	s.metrics.Outcome(OutcomeAllocated)
 	return next, nil
 }
 
@@ -417,6 +425,7 @@ func (s *Service) Cancel(ctx context.Context, id string) (Booking, error) {
 	if err := s.store.Update(ctx, b, next); err != nil {
 		return b, err
 	}
+	s.metrics.Outcome(OutcomeCancelled)
 	if b.DriverID != "" {
 		if err := s.driver.Release(ctx, b.DriverID, b.ID, false, now); err != nil {
 			s.log.Warn("release driver of a cancelled booking", "driver", b.DriverID, "booking", id, "err", err)

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"sync"
 	"testing"
@@ -235,11 +237,37 @@ func (f *fakeFleet) status(id string) driver.Driver {
 }
 
 type rig struct {
-	svc   *Service
-	store *memStore
-	admit *fakeAdmit
-	fleet *fakeFleet
-	clk   *clock
+	svc     *Service
+	store   *memStore
+	admit   *fakeAdmit
+	fleet   *fakeFleet
+	clk     *clock
+	metrics *fakeMetrics
+}
+
+// fakeMetrics records what Metrics hears.
+type fakeMetrics struct {
+	mu       sync.Mutex
+	outcomes map[string]int
+	overruns []time.Duration
+}
+
+func (m *fakeMetrics) Outcome(o string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.outcomes[o]++
+}
+
+func (m *fakeMetrics) Overrun(d time.Duration) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.overruns = append(m.overruns, d)
+}
+
+func (m *fakeMetrics) snapshot() (map[string]int, []time.Duration) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return maps.Clone(m.outcomes), slices.Clone(m.overruns)
 }
 
 func newRig(t *testing.T, drivers ...string) *rig {
@@ -253,11 +281,12 @@ func newRigWith(t *testing.T, edit func(*Config), drivers ...string) *rig {
 	for _, id := range drivers {
 		fl.drivers[id] = driver.Driver{ID: id, Status: driver.StatusAvailable}
 	}
-	r := &rig{store: newMemStore(), admit: &fakeAdmit{}, fleet: fl, clk: &clock{t: time.Unix(1_800_000_000, 0)}}
+	r := &rig{store: newMemStore(), admit: &fakeAdmit{}, fleet: fl, clk: &clock{t: time.Unix(1_800_000_000, 0)},
+		metrics: &fakeMetrics{outcomes: map[string]int{}}}
 	cfg := DefaultConfig()
 	cfg.ScanEvery = 5 * time.Millisecond
 	edit(&cfg)
-	svc, err := NewService(cfg, r.admit, r.fleet, r.store, r.fleet, nil, fleet.Alone(1), r.clk.now, nil)
+	svc, err := NewService(cfg, r.admit, r.fleet, r.store, r.fleet, nil, fleet.Alone(1), r.clk.now, nil, r.metrics)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -352,6 +381,49 @@ func TestABookingWithoutADriverIsCountedOnceForSpampede(t *testing.T) {
 				t.Errorf("counted %d times in all, want %d", got, tt.atDeadline)
 			}
 		})
+	}
+}
+
+// Metrics hear every outcome once, and how late past its deadline a
+// booking without a driver was given up.
+func TestMetricsHearEveryOutcome(t *testing.T) {
+	r := newRig(t, "d1")
+	ctx := context.Background()
+	if _, err := r.svc.Create(ctx, req("allocated")); err != nil {
+		t.Fatal(err)
+	}
+	r.admit.reject = true
+	if _, err := r.svc.Create(ctx, req("turned-away")); err == nil {
+		t.Fatal("not turned away")
+	}
+	r.admit.reject = false
+	searching, err := r.svc.Create(ctx, req("searching")) // d1 is taken
+	if err != nil || searching.Status != Searching {
+		t.Fatalf("Create = %+v, %v", searching, err)
+	}
+	cancelled, err := r.svc.Create(ctx, req("cancelled"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.svc.Cancel(ctx, cancelled.ID); err != nil {
+		t.Fatal(err)
+	}
+	// Given up 3 s after the deadline.
+	r.clk.add(DefaultConfig().AllocationTimeout + 3*time.Second)
+	r.svc.Start()
+	defer r.svc.Stop()
+	eventually(t, "the booking is unallocated", func() bool {
+		got, _ := r.svc.Get(ctx, searching.ID)
+		return got.Status == Unallocated
+	})
+	eventually(t, "the outcome is counted", func() bool { o, _ := r.metrics.snapshot(); return o[OutcomeUnallocated] == 1 })
+	outcomes, overruns := r.metrics.snapshot()
+	want := map[string]int{OutcomeCreated: 3, OutcomeAllocated: 1, OutcomeTurnedAway: 1, OutcomeCancelled: 1, OutcomeUnallocated: 1}
+	if !maps.Equal(outcomes, want) {
+		t.Errorf("outcomes %v, want %v", outcomes, want)
+	}
+	if len(overruns) != 1 || overruns[0] < 3*time.Second || overruns[0] > 4*time.Second {
+		t.Errorf("overruns %v, want one of about 3 s", overruns)
 	}
 }
 

@@ -54,7 +54,7 @@ func (w *watchingStore) last() *testWatch {
 func newWaitRig(t *testing.T) (*Service, *watchingStore, Booking) {
 	t.Helper()
 	ws := &watchingStore{memStore: newMemStore()}
-	svc, err := NewService(DefaultConfig(), &fakeAdmit{}, &fakeFleet{drivers: nil}, ws, &fakeFleet{}, nil, fleet.Alone(1), time.Now, nil)
+	svc, err := NewService(DefaultConfig(), &fakeAdmit{}, &fakeFleet{drivers: nil}, ws, &fakeFleet{}, nil, fleet.Alone(1), time.Now, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -158,8 +158,13 @@ func (s *Service) advance(ctx context.Context, id string) error {
 			if err != nil {
 				return err
 			}
-			if err := s.store.Update(ctx, b, next); err != nil || s.cfg.CountAt != CountDeadline {
+			if err := s.store.Update(ctx, b, next); err != nil {
 				return err
+			}
+			s.metrics.Outcome(OutcomeUnallocated)
+			s.metrics.Overrun(now.Sub(b.Deadline))
+			if s.cfg.CountAt != CountDeadline {
+				return nil
 			}
 			return s.admit.RecordUnallocated(ctx, b.Service, b.Pickup.Lat, b.Pickup.Lng, now)
 		}

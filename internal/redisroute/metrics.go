@@ -69,6 +69,14 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "apollo_redis_subscriptions_lost_total", Help: "Shard-channel subscriptions ended because messages may have been missed: resubscribed (reconnect), moved (slot owner changed), ejected (node), closed.",
 		}, []string{"why"}),
 	}
+	// Every label value known in advance from the start, so that rules
+	// and dashboards read 0, not an absent series, while nothing happens.
+	for _, o := range []string{"sent", "shed"} {
+		m.fallbacks.WithLabelValues(o)
+	}
+	for _, r := range []string{"ok", "error", "ambiguous", "unconfirmed"} {
+		m.commands.WithLabelValues(r)
+	}
 	if reg == nil {
 		return m, nil
 	}
@@ -81,5 +89,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 }
 
 func (m *metrics) forNode(addr string) nodeMetrics {
+	// A node is in routing, and not behind, until found otherwise.
+	m.ejected.WithLabelValues(addr)
 	return nodeMetrics{latency: m.latency.WithLabelValues(addr)}
 }

@@ -84,6 +84,7 @@ func (r *Router) refresh(ctx context.Context, reason string) error {
 			errs = append(errs, fmt.Errorf("%s: %w", n.addr, err))
 			continue
 		}
+		t.at = r.clock.Now()
 		r.topo.Store(t)
 		r.m.refreshes.WithLabelValues(reason, "ok").Inc()
 		r.log.Debug("redis topology refreshed", "reason", reason, "from", n.addr, "shards", t.String())

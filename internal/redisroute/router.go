@@ -77,6 +77,18 @@ func New(ctx context.Context, cfg Config, reg prometheus.Registerer, log *slog.L
 		r.closeNodes()
 		return nil, fmt.Errorf("connect to redis cluster %v: %w", cfg.Addrs, err)
 	}
+	if reg != nil {
+		// The 2019 signal: a slot map kept long after the cluster changed.
+		// Every successful refresh (each RefreshInterval, and on errors)
+		// installs a fresh one, so its age stays under the interval.
+		age := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "apollo_redis_topology_age_seconds",
+			Help: "Seconds since the slot map in use was fetched (CLUSTER SLOTS); it grows when refreshes fail."},
+			func() float64 { return r.clock.Now().Sub(r.topo.Load().at).Seconds() })
+		if err := reg.Register(age); err != nil {
+			r.closeNodes()
+			return nil, err
+		}
+	}
 	r.wg.Add(1)
 	go r.refreshLoop()
 	if cfg.Policy != Legacy2019 {

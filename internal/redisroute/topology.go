@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -38,6 +39,7 @@ type topology struct {
 	slots  [numSlots]*shard
 	shards []*shard
 	nodes  []*node
+	at     time.Time // when the slot map was fetched
 }
 
 // String lists the shards as "primary>replica,replica; ...", marking ejected nodes with "!".
