@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/apollo-platform/apollo/internal/cli"
+	"github.com/apollo-platform/apollo/internal/mixin"
 )
 
 // A real Prometheus scrapes `apollo dev` (two instances) with the mixin's
@@ -142,7 +143,21 @@ func TestPrometheusScrapesApolloDevAndEvaluatesEveryRule(t *testing.T) {
 			t.Errorf("no series %s: a rule reads a metric Apollo does not export", series)
 		}
 	}
-	t.Logf("%d rules evaluated, %d metrics they read all present on %d instances", n, len(slices.Compact(names)), len(admins))
+	// Every dashboard query runs, and finds series.
+	for _, q := range mixin.Queries() {
+		expr := strings.NewReplacer(`$instance`, `.*`, `$__rate_interval`, `1m`).Replace(q.Expr)
+		var res struct {
+			Result []json.RawMessage `json:"result"`
+		}
+		if err := query(prom+"/api/v1/query?query="+url.QueryEscape(expr), &res); err != nil {
+			t.Errorf("dashboard query %s: %v", expr, err)
+		} else if len(res.Result) == 0 && !strings.Contains(expr, "histogram_quantile") && !strings.Contains(expr, "hedges") && !strings.Contains(expr, "retries") {
+			// Quantiles of empty histograms and counters of events that
+			// never happened in a quiet dev run may be empty; the rest not.
+			t.Errorf("dashboard query %s found nothing", expr)
+		}
+	}
+	t.Logf("%d rules evaluated, %d metrics they read all present on %d instances; %d dashboard queries run", n, len(slices.Compact(names)), len(admins), len(mixin.Queries()))
 }
 
 // startDev runs `apollo dev` with two instances until the test ends and

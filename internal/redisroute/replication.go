@@ -258,14 +258,21 @@ func (r *Router) checkReplication() {
 
 // setBehind records a verdict on n, and logs and exports a change.
 func (r *Router) setBehind(n *node, v verdict) {
-	if !v.known || n.behind.Swap(v.behind) == v.behind {
+	if !v.known {
+		return
+	}
+	// Exported on every verdict, so a replica in step reads 0, not absent.
+	behind := 0.0
+	if v.behind {
+		behind = 1
+	}
+	r.m.replicaBehind.WithLabelValues(n.addr).Set(behind)
+	if n.behind.Swap(v.behind) == v.behind {
 		return
 	}
 	if v.behind {
-		r.m.replicaBehind.WithLabelValues(n.addr).Set(1)
 		r.log.Warn("redis replica behind its primary: no reads until it catches up", "node", n.addr, "reason", v.reason)
 		return
 	}
-	r.m.replicaBehind.WithLabelValues(n.addr).Set(0)
 	r.log.Info("redis replica serves reads again", "node", n.addr, "reason", v.reason)
 }

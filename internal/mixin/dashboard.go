@@ -1,0 +1,181 @@
+package mixin
+
+import (
+	"encoding/json"
+)
+
+// The Grafana dashboard model: only what Apollo's dashboard uses, in
+// Grafana's JSON schema (dashboard schemaVersion 39).
+type (
+	dashboard struct {
+		UID           string     `json:"uid"`
+		Title         string     `json:"title"`
+		Tags          []string   `json:"tags"`
+		Timezone      string     `json:"timezone"`
+		Refresh       string     `json:"refresh"`
+		SchemaVersion int        `json:"schemaVersion"`
+		Time          timeRange  `json:"time"`
+		Templating    templating `json:"templating"`
+		Panels        []panel    `json:"panels"`
+	}
+	timeRange  struct{ From, To string }
+	templating struct {
+		List []variable `json:"list"`
+	}
+	variable struct {
+		Name       string      `json:"name"`
+		Label      string      `json:"label"`
+		Type       string      `json:"type"`
+		Query      string      `json:"query,omitempty"`
+		Datasource *datasource `json:"datasource,omitempty"`
+		IncludeAll bool        `json:"includeAll,omitempty"`
+		Multi      bool        `json:"multi,omitempty"`
+		AllValue   string      `json:"allValue,omitempty"`
+		Refresh    int         `json:"refresh,omitempty"` // 2: on time range change
+	}
+	panel struct {
+		ID          int         `json:"id"`
+		Type        string      `json:"type"`
+		Title       string      `json:"title"`
+		Description string      `json:"description,omitempty"`
+		GridPos     gridPos     `json:"gridPos"`
+		Datasource  *datasource `json:"datasource,omitempty"`
+		Targets     []target    `json:"targets,omitempty"`
+		FieldConfig *fieldConf  `json:"fieldConfig,omitempty"`
+	}
+	gridPos    struct{ H, W, X, Y int }
+	datasource struct {
+		Type string `json:"type"`
+		UID  string `json:"uid"`
+	}
+	target struct {
+		RefID        string `json:"refId"`
+		Expr         string `json:"expr"`
+		LegendFormat string `json:"legendFormat"`
+	}
+	fieldConf struct {
+		Defaults struct {
+			Unit string `json:"unit"`
+		} `json:"defaults"`
+	}
+)
+
+func (t timeRange) MarshalJSON() ([]byte, error) {
+	return json.Marshal(map[string]string{"from": t.From, "to": t.To})
+}
+
+func (g gridPos) MarshalJSON() ([]byte, error) {
+	return json.Marshal(map[string]int{"h": g.H, "w": g.W, "x": g.X, "y": g.Y})
+}
+
+// Query is one PromQL expression of a panel, with its legend.
+type Query struct{ Expr, Legend string }
+
+// graph is a time-series panel of queries in unit.
+type graph struct {
+	title, help, unit string
+	queries           []Query
+}
+
+// row is a titled row of graphs.
+type row struct {
+	title  string
+	graphs []graph
+}
+
+// rows are the dashboard's content: the 2019 signals first (the router),
+// then the booking pipeline, Spampede, the fleet and the HTTP edge. Every
+// query reads only Apollo's own metrics; $instance filters by instance.
+func rows() []row {
+	return []row{
+		{"Redis, as Apollo's router sees it", []graph{
+			{"Commands by result", "ok, error, ambiguous (a write that may have run), unconfirmed (no replica acknowledged it). Failures are the 2019 signal.", "ops",
+				[]Query{{`sum by (result) (rate(apollo_redis_commands_total{instance=~"$instance"}[$__rate_interval]))`, "{{result}}"}}},
+			{"Node latency p99", "Round trip of successful requests, per node.", "s",
+				[]Query{{`histogram_quantile(0.99, sum by (node, le) (rate(apollo_redis_node_latency_seconds_bucket{instance=~"$instance"}[$__rate_interval])))`, "{{node}}"}}},
+			{"Nodes ejected from routing", "1 while a node is ejected (it did not answer, or refused the handshake).", "short",
+				[]Query{{`max by (node) (apollo_redis_node_ejected{instance=~"$instance"})`, "{{node}}"}}},
+			{"Slot map age", "Seconds since the slot map in use was fetched; refreshed every 5 s, so it grows only when refreshes fail.", "s",
+				[]Query{{`apollo_redis_topology_age_seconds{instance=~"$instance"}`, "{{instance}}"}}},
+			{"Hedges, retries, fallbacks", "Reads hedged to a second node, retries, and reads sent to a primary (or shed) because no replica could serve them.", "ops",
+				[]Query{
+					{`sum by (outcome) (rate(apollo_redis_hedges_total{instance=~"$instance"}[$__rate_interval]))`, "hedge {{outcome}}"},
+					{`sum by (outcome) (rate(apollo_redis_retries_total{instance=~"$instance"}[$__rate_interval]))`, "retry {{outcome}}"},
+					{`sum by (outcome) (rate(apollo_redis_read_fallbacks_total{instance=~"$instance"}[$__rate_interval]))`, "fallback {{outcome}}"},
+				}},
+			{"Replicas behind", "1 while a replica is too far behind its primary to serve reads.", "short",
+				[]Query{{`max by (node) (apollo_redis_replica_behind{instance=~"$instance"})`, "{{node}}"}}},
+		}},
+		{"Bookings", []graph{
+			{"Bookings by outcome", "created, turned away by Spampede, allocated, unallocated (deadline passed), cancelled.", "ops",
+				[]Query{{`sum by (outcome) (rate(apollo_bookings_total{instance=~"$instance"}[$__rate_interval]))`, "{{outcome}}"}}},
+			{"Deadline overrun p99", "How late past its deadline a booking without a driver is given up: grows when bookings are stuck.", "s",
+				[]Query{{`histogram_quantile(0.99, sum by (le) (rate(apollo_booking_deadline_overrun_seconds_bucket{instance=~"$instance"}[$__rate_interval])))`, "p99"}}},
+		}},
+		{"Spampede", []graph{
+			{"Admission decisions", "By outcome: admitted, rejected, rejected_cached, shadow_rejected, fail_open (the counters did not answer), no_rule.", "ops",
+				[]Query{{`sum by (outcome) (rate(apollo_spampede_decisions_total{instance=~"$instance"}[$__rate_interval]))`, "{{outcome}}"}}},
+			{"Cells tripped", "Cells that crossed their threshold.", "short",
+				[]Query{{`sum(increase(apollo_spampede_trips_total{instance=~"$instance"}[$__rate_interval]))`, "trips"}}},
+		}},
+		{"Fleet", []graph{
+			{"Partitions owned", "Open-bookings partitions each instance holds the lease of; they sum to --partitions.", "short",
+				[]Query{{`apollo_fleet_partitions_owned{instance=~"$instance"}`, "{{instance}}"}}},
+			{"Lease changes", "Leases acquired, released (handed back) and lost.", "ops",
+				[]Query{{`sum by (change) (rate(apollo_fleet_lease_changes_total{instance=~"$instance"}[$__rate_interval]))`, "{{change}}"}}},
+			{"Ready", "1 while /readyz answers 200.", "short",
+				[]Query{{`apollo_ready{instance=~"$instance"}`, "{{instance}}"}}},
+		}},
+		{"HTTP API", []graph{
+			{"Requests by status", "Public API answers by status code.", "reqps",
+				[]Query{{`sum by (code) (rate(apollo_http_requests_total{instance=~"$instance"}[$__rate_interval]))`, "{{code}}"}}},
+			{"Latency p99 by route", "", "s",
+				[]Query{{`histogram_quantile(0.99, sum by (route, le) (rate(apollo_http_request_duration_seconds_bucket{instance=~"$instance"}[$__rate_interval])))`, "{{route}}"}}},
+		}},
+	}
+}
+
+// Queries are every query of the dashboard, for tests that run them.
+func Queries() []Query {
+	var qs []Query
+	for _, r := range rows() {
+		for _, g := range r.graphs {
+			qs = append(qs, g.queries...)
+		}
+	}
+	return qs
+}
+
+// Dashboard is the Grafana dashboard as JSON, as committed in
+// monitoring/dashboards/apollo.json.
+func Dashboard() ([]byte, error) {
+	ds := &datasource{Type: "prometheus", UID: "${datasource}"}
+	d := dashboard{UID: "apollo", Title: "Apollo", Tags: []string{"apollo", "redis"}, Timezone: "utc", Refresh: "10s",
+		SchemaVersion: 39, Time: timeRange{From: "now-1h", To: "now"},
+		Templating: templating{List: []variable{
+			{Name: "datasource", Label: "Data source", Type: "datasource", Query: "prometheus"},
+			{Name: "instance", Label: "Instance", Type: "query", Query: "label_values(apollo_ready, instance)", Datasource: ds,
+				IncludeAll: true, Multi: true, AllValue: ".*", Refresh: 2},
+		}}}
+	id, y := 1, 0
+	for _, r := range rows() {
+		d.Panels = append(d.Panels, panel{ID: id, Type: "row", Title: r.title, GridPos: gridPos{H: 1, W: 24, X: 0, Y: y}})
+		id, y = id+1, y+1
+		for i, g := range r.graphs {
+			p := panel{ID: id, Type: "timeseries", Title: g.title, Description: g.help, Datasource: ds,
+				GridPos: gridPos{H: 8, W: 8, X: (i % 3) * 8, Y: y + (i/3)*8}, FieldConfig: &fieldConf{}}
+			p.FieldConfig.Defaults.Unit = g.unit
+			for k, q := range g.queries {
+				p.Targets = append(p.Targets, target{RefID: string(rune('A' + k)), Expr: q.Expr, LegendFormat: q.Legend})
+			}
+			d.Panels = append(d.Panels, p)
+			id++
+		}
+		y += ((len(r.graphs) + 2) / 3) * 8
+	}
+	b, err := json.MarshalIndent(d, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	return append(b, '\n'), nil
+}
