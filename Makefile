@@ -6,12 +6,16 @@ BIN     := bin/apollo
 # keeps timing-sensitive resilience tests honest on a 2-core machine.
 TESTFLAGS ?= -race -count=1 -p 1 -timeout 20m
 
-.PHONY: all build test demo redis iptables prometheus fmt-check vet bench drill spike spike-rounds spike-fleet capacity verify clean
+.PHONY: all build image-bin test demo redis iptables prometheus fmt-check vet bench drill spike spike-rounds spike-fleet capacity verify clean
 
 all: build
 
 build:
 	$(GO) build -o $(BIN) ./cmd/apollo
+
+# The static binary deploy/Dockerfile copies (docker build -f deploy/Dockerfile .).
+image-bin:
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags='-s -w' -o bin/apollo-static ./cmd/apollo
 
 # Installs redis-server and redis-cli when missing (Debian/Ubuntu), or stops
 # with a message that says what to do.

@@ -137,7 +137,7 @@ func (a *App) wireBookings(ctx context.Context, cfg Config, log *slog.Logger, o 
 	if err := fs.Agree(ctx); err != nil {
 		return err
 	}
-	fm, err := newFleetMetrics(a.reg)
+	fm, err := newFleetMetrics(a.reg, cfg.Fleet.Partitions)
 	if err != nil {
 		return err
 	}

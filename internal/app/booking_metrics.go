@@ -17,7 +17,7 @@ type bookingMetrics struct {
 func newBookingMetrics(reg prometheus.Registerer) (*bookingMetrics, error) {
 	m := &bookingMetrics{
 		outcomes: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "apollo_bookings_total",
-			Help: "Bookings by outcome: created, turned_away (Spampede), allocated (a driver reserved), unallocated (deadline passed), cancelled."}, []string{"outcome"}),
+			Help: "Bookings by outcome: created, turned_away (Spampede), allocated (a driver reserved; a booking whose reservation lapsed can be allocated again), unallocated (deadline passed), cancelled. A change applied but not confirmed by a replica is not counted."}, []string{"outcome"}),
 		overrun: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "apollo_booking_deadline_overrun_seconds",
 			Help:    "How long after its deadline a booking without a driver was given up: grows when bookings are stuck.",
 			Buckets: []float64{.1, .25, .5, 1, 2, 5, 10, 30, 60, 300}}),

@@ -10,7 +10,13 @@ type fleetMetrics struct {
 	errors  *prometheus.CounterVec
 }
 
-func newFleetMetrics(reg prometheus.Registerer) (*fleetMetrics, error) {
+func newFleetMetrics(reg prometheus.Registerer, partitions int) (*fleetMetrics, error) {
+	count := prometheus.NewGauge(prometheus.GaugeOpts{Name: "apollo_fleet_partitions",
+		Help: "Open-bookings partitions of the fleet (--partitions): what apollo_fleet_partitions_owned sums to over the instances."})
+	count.Set(float64(partitions))
+	if err := reg.Register(count); err != nil {
+		return nil, err
+	}
 	m := &fleetMetrics{
 		owned: prometheus.NewGauge(prometheus.GaugeOpts{Name: "apollo_fleet_partitions_owned",
 			Help: "Open-bookings partitions this instance holds the lease of."}),

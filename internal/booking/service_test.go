@@ -408,22 +408,21 @@ func TestMetricsHearEveryOutcome(t *testing.T) {
 	if _, err := r.svc.Cancel(ctx, cancelled.ID); err != nil {
 		t.Fatal(err)
 	}
-	// Given up 3 s after the deadline.
+	// Both open bookings past their deadline by 3 s: the searching one is
+	// given up 3 s late; the allocated one's reservation lapsed on the way,
+	// so it returns to searching now and is given up at once, not late.
 	r.clk.add(DefaultConfig().AllocationTimeout + 3*time.Second)
 	r.svc.Start()
 	defer r.svc.Stop()
-	eventually(t, "the booking is unallocated", func() bool {
-		got, _ := r.svc.Get(ctx, searching.ID)
-		return got.Status == Unallocated
-	})
-	eventually(t, "the outcome is counted", func() bool { o, _ := r.metrics.snapshot(); return o[OutcomeUnallocated] == 1 })
+	eventually(t, "both open bookings are unallocated", func() bool { o, _ := r.metrics.snapshot(); return o[OutcomeUnallocated] >= 2 })
 	outcomes, overruns := r.metrics.snapshot()
-	want := map[string]int{OutcomeCreated: 3, OutcomeAllocated: 1, OutcomeTurnedAway: 1, OutcomeCancelled: 1, OutcomeUnallocated: 1}
+	want := map[string]int{OutcomeCreated: 3, OutcomeAllocated: 1, OutcomeTurnedAway: 1, OutcomeCancelled: 1, OutcomeUnallocated: 2}
 	if !maps.Equal(outcomes, want) {
 		t.Errorf("outcomes %v, want %v", outcomes, want)
 	}
-	if len(overruns) != 1 || overruns[0] < 3*time.Second || overruns[0] > 4*time.Second {
-		t.Errorf("overruns %v, want one of about 3 s", overruns)
+	slices.Sort(overruns)
+	if len(overruns) != 2 || overruns[0] > time.Second || overruns[1] < 3*time.Second || overruns[1] > 4*time.Second {
+		t.Errorf("overruns %v, want one under a second (the lapsed reservation) and one of about 3 s", overruns)
 	}
 }
 

@@ -162,7 +162,9 @@ func (s *Service) advance(ctx context.Context, id string) error {
 				return err
 			}
 			s.metrics.Outcome(OutcomeUnallocated)
-			s.metrics.Overrun(now.Sub(b.Deadline))
+			// From when it was due to be given up: its deadline, or its
+			// return to searching after a reservation lapsed past it.
+			s.metrics.Overrun(now.Sub(later(b.Deadline, b.UpdatedAt)))
 			if s.cfg.CountAt != CountDeadline {
 				return nil
 			}
@@ -174,4 +176,12 @@ func (s *Service) advance(ctx context.Context, id string) error {
 		}
 	}
 	return nil
+}
+
+// later is the later of two times.
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }

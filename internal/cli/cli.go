@@ -7,9 +7,14 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/apollo-platform/apollo/internal/app"
+	"github.com/apollo-platform/apollo/internal/secret"
 )
 
 // Exit codes.
@@ -164,7 +169,11 @@ func parseFlags(e env, fs *flag.FlagSet, args []string) error {
 		key := envName(f.Name)
 		if v := e.getenv(key); v != "" {
 			if err := fs.Set(f.Name, v); err != nil {
-				errs = append(errs, fmt.Errorf("%s=%q: %w", key, v, err))
+				shown := strconv.Quote(v)
+				if slices.Contains(app.SecretFlags(), f.Name) {
+					shown = secret.Redacted
+				}
+				errs = append(errs, fmt.Errorf("%s=%s: %w", key, shown, err))
 			}
 		}
 	})

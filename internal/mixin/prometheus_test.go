@@ -143,6 +143,22 @@ func TestPrometheusScrapesApolloDevAndEvaluatesEveryRule(t *testing.T) {
 			t.Errorf("no series %s: a rule reads a metric Apollo does not export", series)
 		}
 	}
+	// A healthy run raises no alarm: no warning or critical alert pending
+	// or firing (a rule that fires on a healthy fleet would page for nothing).
+	var alerts struct {
+		Alerts []struct {
+			Labels map[string]string
+			State  string
+		}
+	}
+	if err := query(prom+"/api/v1/alerts", &alerts); err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range alerts.Alerts {
+		if a.Labels["severity"] != "info" {
+			t.Errorf("alert %s is %s on a healthy apollo dev: %v", a.Labels["alertname"], a.State, a.Labels)
+		}
+	}
 	// Every dashboard query runs, and finds series.
 	for _, q := range mixin.Queries() {
 		expr := strings.NewReplacer(`$instance`, `.*`, `$__rate_interval`, `1m`).Replace(q.Expr)

@@ -77,6 +77,12 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	for _, r := range []string{"ok", "error", "ambiguous", "unconfirmed"} {
 		m.commands.WithLabelValues(r)
 	}
+	for _, o := range []string{"sent", "won", "denied"} {
+		m.hedges.WithLabelValues(o)
+	}
+	for _, o := range []string{"sent", "denied"} {
+		m.retries.WithLabelValues(o)
+	}
 	if reg == nil {
 		return m, nil
 	}
@@ -92,4 +98,21 @@ func (m *metrics) forNode(addr string) nodeMetrics {
 	// A node is in routing, and not behind, until found otherwise.
 	m.ejected.WithLabelValues(addr)
 	return nodeMetrics{latency: m.latency.WithLabelValues(addr)}
+}
+
+// forgetLeft deletes the per-node gauges of the nodes in old that are not in
+// now (removed or replaced; Redis leaves failed nodes out of CLUSTER
+// SLOTS): an ejected node that left would otherwise read ejected until the
+// process restarts, and its alert never resolve.
+func (m *metrics) forgetLeft(old, now *topology) {
+	in := map[string]bool{}
+	for _, n := range now.nodes {
+		in[n.addr] = true
+	}
+	for _, n := range old.nodes {
+		if !in[n.addr] {
+			m.ejected.DeleteLabelValues(n.addr)
+			m.replicaBehind.DeleteLabelValues(n.addr)
+		}
+	}
 }

@@ -85,7 +85,9 @@ func (r *Router) refresh(ctx context.Context, reason string) error {
 			continue
 		}
 		t.at = r.clock.Now()
-		r.topo.Store(t)
+		if old := r.topo.Swap(t); old != nil {
+			r.m.forgetLeft(old, t)
+		}
 		r.m.refreshes.WithLabelValues(reason, "ok").Inc()
 		r.log.Debug("redis topology refreshed", "reason", reason, "from", n.addr, "shards", t.String())
 		return nil

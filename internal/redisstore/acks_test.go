@@ -3,8 +3,11 @@ package redisstore_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/apollo-platform/apollo/internal/booking"
 	"github.com/apollo-platform/apollo/internal/driver"
@@ -68,4 +71,72 @@ func TestAPrimaryCutOffFromItsReplicaNeitherConfirmsAnUpdateNorAnswersAReadOfIt(
 	if got, err := s.Get(ctx, b.ID); !errors.Is(err, redisstore.ErrUnavailable) || !errors.Is(err, redisroute.ErrReadUnconfirmed) {
 		t.Fatalf("read on the cut-off primary = %s v%d, %v; want it unconfirmed", got.Status, got.Version, err)
 	}
+}
+
+// A retried create that finds its booking wrote nothing, so the WAIT after
+// it confirms nothing: it must neither return the booking unconfirmed nor
+// report booking.ErrUnconfirmed, on which the pipeline withdraws (deletes)
+// what it takes for its own new write — here a booking the rider was
+// already told was created. The booking's shard has its replica paused;
+// its index partition, on another shard, does not.
+func TestARetriedCreateNeverWithdrawsNorReturnsAnUnconfirmedBooking(t *testing.T) {
+	c := clustertest.Start(t, func(cfg *localcluster.Config) { cfg.Primaries, cfg.Replicas = 3, 1 })
+	ps := partitions(t, 8)
+	s := redisstore.NewBookings(newRouterFor(t, c), 1, ps)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cl := c.Primary(ctx, 0).Client()
+	slots, err := cl.ClusterSlots(ctx).Result()
+	cl.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	shardOf := func(key string) int {
+		for i := range 3 {
+			if owns(slots, c.Primary(ctx, i).Addr, redisroute.Slot(key)) {
+				return i
+			}
+		}
+		t.Fatalf("no shard owns %s", key)
+		return -1
+	}
+	var b booking.Booking
+	for i := 0; ; i++ {
+		id := fmt.Sprintf("bk-retried-%d", i)
+		if shardOf("apollo:bk:{"+id+"}") != shardOf(ps.OpenKey(ps.Of(id))) {
+			b = booking.Booking{ID: id, RiderID: "r1", Service: "car", Status: booking.Searching,
+				CreatedAt: t0, UpdatedAt: t0, Deadline: t0.Add(time.Minute), DueAt: t0.Add(time.Minute)}
+			break
+		}
+	}
+	if _, created, err := s.Create(ctx, b); err != nil || !created {
+		t.Fatalf("create = %v, %v", created, err)
+	}
+	replica := c.Replicas(ctx, shardOf("apollo:bk:{"+b.ID+"}"))[0]
+	if err := replica.Pause(); err != nil {
+		t.Fatal(err)
+	}
+	defer replica.Resume()
+	got, created, err := s.Create(ctx, b)
+	t.Logf("retry with the booking's replica paused: %s, %v, %v", got.ID, created, err)
+	if err == nil || created || errors.Is(err, booking.ErrUnconfirmed) {
+		t.Errorf("retry with the replica paused = %+v, %v, %v; want an error that is not booking.ErrUnconfirmed (which withdraws)", got, created, err)
+	}
+	if err := replica.Resume(); err != nil {
+		t.Fatal(err)
+	}
+	got, created, err = s.Create(ctx, b)
+	if err != nil || created || got.ID != b.ID || got.Version != 1 {
+		t.Errorf("retry with the replica back = %+v, %v, %v; want the stored booking", got, created, err)
+	}
+}
+
+// owns says whether addr is the primary of slot in a CLUSTER SLOTS reply.
+func owns(slots []redis.ClusterSlot, addr string, slot int) bool {
+	for _, r := range slots {
+		if slot >= r.Start && slot <= r.End && len(r.Nodes) > 0 {
+			return r.Nodes[0].Addr == addr
+		}
+	}
+	return false
 }

@@ -112,17 +112,20 @@ func (s *Bookings) Create(ctx context.Context, b booking.Booking) (booking.Booki
 	cmd := s.create.cmd(bookingKey(b.ID), string(raw), int64(bookingTTL/time.Second))
 	cmd.Acks = s.acks
 	res := s.create.exec(ctx, s.r, []redisroute.Cmd{cmd})[0]
-	if errors.Is(res.Err, redisroute.ErrUnconfirmed) {
-		return b, false, fmt.Errorf("%w: %w", booking.ErrUnconfirmed, storeErr(res.Err))
-	}
-	if res.Err != nil {
+	unconfirmed := errors.Is(res.Err, redisroute.ErrUnconfirmed)
+	if res.Err != nil && !unconfirmed {
 		return b, false, storeErr(res.Err)
 	}
 	reply, _ := res.Val.([]any)
 	if len(reply) != 2 {
 		return b, false, fmt.Errorf("create booking: unexpected reply %v", res.Val)
 	}
-	created, _ := reply[0].(int64)
+	if created, _ := reply[0].(int64); created != 1 {
+		return s.existing(ctx, b.ID)
+	}
+	if unconfirmed {
+		return b, false, fmt.Errorf("%w: %w", booking.ErrUnconfirmed, storeErr(res.Err))
+	}
 	stored, err := decodeBooking(reply[1])
 	if err != nil {
 		return b, false, err
@@ -131,7 +134,27 @@ func (s *Bookings) Create(ctx context.Context, b booking.Booking) (booking.Booki
 	// have forgotten the entry; and an idempotent retry re-indexes a
 	// booking whose first attempt failed half-way.
 	s.index(ctx, stored, false)
-	return stored, created == 1, nil
+	return stored, true, nil
+}
+
+// existing is the booking a create found already stored (an idempotent
+// retry). The script wrote nothing, so the WAIT after it confirmed nothing:
+// the booking is read again, confirmed, before it is returned. A failure
+// is never booking.ErrUnconfirmed, on which the pipeline withdraws what it
+// takes for its own new write: this booking may have been reported
+// created.
+func (s *Bookings) existing(ctx context.Context, id string) (booking.Booking, bool, error) {
+	stored, err := s.Get(ctx, id)
+	switch {
+	case errors.Is(err, booking.ErrNotFound):
+		// Withdrawn between the two: the retry may try again.
+		return stored, false, fmt.Errorf("%w: booking %s was withdrawn while it was created again", ErrUnavailable, id)
+	case err != nil:
+		return stored, false, err
+	}
+	// An idempotent retry re-indexes a booking whose first attempt failed half-way.
+	s.index(ctx, stored, false)
+	return stored, false, nil
 }
 
 // Get reads a booking from its primary (read-your-writes for the rider),

@@ -7,8 +7,10 @@ const Redacted = "[redacted]"
 
 // RedactArgs returns args with the value of every flag named in names
 // replaced by Redacted, in each form the flag package accepts: -name=v,
-// --name=v, and -name v or --name v (the value is the next argument).
-// Everything after a "--" is left alone, as the flag package stops there.
+// --name=v, and -name v or --name v (the value is the next argument). A
+// "--" does not stop it: the flag package takes "--" as a value of the
+// flag before it, so whatever follows may still be a flag; redacting a
+// positional argument that looks like a secret flag costs nothing.
 func RedactArgs(args []string, names ...string) []string {
 	out := make([]string, len(args))
 	copy(out, args)
@@ -22,9 +24,6 @@ func RedactArgs(args []string, names ...string) []string {
 	}
 	for i := 0; i < len(out); i++ {
 		a := out[i]
-		if a == "--" {
-			break
-		}
 		if !strings.HasPrefix(a, "-") {
 			continue
 		}

@@ -22,7 +22,8 @@ func TestRedactArgsHidesEveryFormOfASecretFlag(t *testing.T) {
 		{"last argument without a value", []string{"--redis-password"}, []string{"--redis-password"}},
 		{"other flags untouched", []string{"--redis-password-file", "/run/pw", "--redis-user=apollo"}, []string{"--redis-password-file", "/run/pw", "--redis-user=apollo"}},
 		{"a value that looks like the flag", []string{"--redis-user", "--redis-password=x"}, []string{"--redis-user", "--redis-password=[redacted]"}},
-		{"after --", []string{"--", "--redis-password=x"}, []string{"--", "--redis-password=x"}},
+		{"after --", []string{"--", "--redis-password=x"}, []string{"--", "--redis-password=[redacted]"}},
+		{"-- as a value before it", []string{"--redis-user", "--", "--redis-password=x"}, []string{"--redis-user", "--", "--redis-password=[redacted]"}},
 		{"two secrets", []string{"--redis-password=a", "--admin-token", "b"}, []string{"--redis-password=[redacted]", "--admin-token", "[redacted]"}},
 	}
 	for _, c := range cases {

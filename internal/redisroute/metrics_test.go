@@ -1,0 +1,35 @@
+package redisroute
+
+import (
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+)
+
+// A node that left the cluster's slot map (removed or replaced) leaves the
+// per-node gauges too: ejected for ever, it would keep its alert firing.
+func TestTheGaugesOfANodeThatLeftTheTopologyAreDeleted(t *testing.T) {
+	m, err := newMetrics(prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	stays, leaves := &node{addr: "10.0.0.1:7000"}, &node{addr: "10.0.0.2:7000"}
+	m.forNode(stays.addr)
+	m.forNode(leaves.addr)
+	m.ejected.WithLabelValues(leaves.addr).Set(1)
+	m.replicaBehind.WithLabelValues(leaves.addr).Set(1)
+	if n := testutil.CollectAndCount(m.ejected); n != 2 {
+		t.Fatalf("%d ejected series before, want 2 (every node from the start)", n)
+	}
+	m.forgetLeft(&topology{nodes: []*node{stays, leaves}}, &topology{nodes: []*node{stays}})
+	if n := testutil.CollectAndCount(m.ejected); n != 1 {
+		t.Errorf("%d ejected series after the node left, want 1", n)
+	}
+	if v := testutil.ToFloat64(m.ejected.WithLabelValues(stays.addr)); v != 0 {
+		t.Errorf("the node that stays reads ejected %v", v)
+	}
+	if n := testutil.CollectAndCount(m.replicaBehind); n != 0 {
+		t.Errorf("%d replica-behind series after the node left, want 0", n)
+	}
+}
