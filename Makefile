@@ -2,11 +2,20 @@
 # integration tests included, against real Redis Clusters started by the tests.
 GO      ?= go
 BIN     := bin/apollo
+# The toolchain: go1.26.8's standard library has vulnerabilities fixed in
+# later releases (govulncheck, below). The go command fetches this one from
+# the module proxy the first time.
+export GOTOOLCHAIN := go1.27.3
+# govulncheck, and the Go vulnerability database as a module (the public
+# database cannot be reached here), indexed by its own cmd/indexdb.
+VULN_VERSION   := v1.9.0
+VULNDB_VERSION := v0.0.0-20261105234957-e22db6528018
+VULNDB         := build/vulndb
 # Integration tests start several 9-process clusters; one package at a time
 # keeps timing-sensitive resilience tests honest on a 2-core machine.
 TESTFLAGS ?= -race -count=1 -p 1 -timeout 20m
 
-.PHONY: all build image-bin test demo redis iptables prometheus fmt-check vet bench drill spike spike-rounds spike-fleet capacity verify clean
+.PHONY: all build image-bin vulncheck test demo redis iptables prometheus fmt-check vet bench drill spike spike-rounds spike-fleet capacity verify clean
 
 all: build
 
@@ -54,7 +63,18 @@ prometheus:
 	  $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus >/dev/null; \
 	} || { echo "could not install prometheus: install it yourself (apt-get install prometheus) and re-run"; exit 1; }
 
-test: redis iptables prometheus fmt-check vet
+# govulncheck against an offline copy of the vulnerability database; it
+# fails on any vulnerability that Apollo's code can reach.
+vulncheck:
+	@if [ ! -f $(VULNDB)/index/db.json ]; then \
+	  echo "indexing the Go vulnerability database $(VULNDB_VERSION) into $(VULNDB)..."; \
+	  dir=$$($(GO) mod download -json golang.org/x/vulndb@$(VULNDB_VERSION) | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$$/\1/p'); \
+	  [ -d "$$dir/data/osv" ] || { echo "golang.org/x/vulndb@$(VULNDB_VERSION) has no data/osv"; exit 1; }; \
+	  rm -rf $(VULNDB).tmp && $(GO) run golang.org/x/vulndb/cmd/indexdb@$(VULNDB_VERSION) -vulns "$$dir/data/osv" -out $(VULNDB).tmp && mv $(VULNDB).tmp $(VULNDB); \
+	fi
+	$(GO) run golang.org/x/vuln/cmd/govulncheck@$(VULN_VERSION) -db file://$(CURDIR)/$(VULNDB) ./...
+
+test: redis iptables prometheus fmt-check vet vulncheck
 	$(GO) test $(TESTFLAGS) ./...
 
 # Throughput, Apollo next to go-redis v9 in the same run (figures in the README).

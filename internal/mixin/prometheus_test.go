@@ -62,10 +62,17 @@ func TestPrometheusScrapesApolloDevAndEvaluatesEveryRule(t *testing.T) {
 		t.Fatal(err)
 	}
 	addr := freeAddr(t)
-	var logs bytes.Buffer
+	// Its log goes to a file, read while it runs (a buffer would race).
+	logPath := filepath.Join(tmp, "prometheus.log")
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer logFile.Close()
+	logs := func() string { b, _ := os.ReadFile(logPath); return string(b) }
 	cmd := exec.Command(bin, "--config.file="+cfgPath, "--storage.tsdb.path="+filepath.Join(tmp, "tsdb"),
 		"--web.listen-address="+addr, "--log.level=warn")
-	cmd.Stdout, cmd.Stderr = &logs, &logs
+	cmd.Stdout, cmd.Stderr = logFile, logFile
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -96,7 +103,7 @@ func TestPrometheusScrapesApolloDevAndEvaluatesEveryRule(t *testing.T) {
 				up++
 			}
 		}
-		return up == len(admins), fmt.Sprintf("%+v; prometheus: %s", res.ActiveTargets, logs.String())
+		return up == len(admins), fmt.Sprintf("%+v; prometheus: %s", res.ActiveTargets, logs())
 	})
 	time.Sleep(3 * time.Second)
 
