@@ -2,6 +2,8 @@ module github.com/apollo-platform/apollo
 
 go 1.26.0
 
+toolchain go1.27.3
+
 require (
 	github.com/anishathalye/porcupine v1.3.1
 	github.com/getkin/kin-openapi v0.153.0
