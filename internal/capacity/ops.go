@@ -181,7 +181,8 @@ func operations(a *app.App, n int) []op {
 		}, do: func(ctx context.Context, i int) error {
 			_, err := a.Bookings().Create(ctx, booking.Request{RiderID: fmt.Sprintf("t-%d", i), Service: "bike",
 				Pickup: turnedAway, Dropoff: driver.Location{Lat: 1.35, Lng: 103.9}, IdempotencyKey: "k"})
-			if hd := (*booking.HighDemandError)(nil); !errors.As(err, &hd) {
+			var hd *booking.HighDemandError
+			if !errors.As(err, &hd) {
 				return fmt.Errorf("want turned away, got %v", err)
 			}
 			return nil

@@ -131,8 +131,7 @@ func (s *Bookings) Create(ctx context.Context, b booking.Booking) (booking.Booki
 		return b, false, err
 	}
 	// Again after the write: a scan that ran between the two writes may
-	// have forgotten the entry; and an idempotent retry re-indexes a
-	// booking whose first attempt failed half-way.
+	// have forgotten the entry.
 	s.index(ctx, stored, false)
 	return stored, true, nil
 }

@@ -1,6 +1,9 @@
 package secret
 
-import "strings"
+import (
+	"slices"
+	"strings"
+)
 
 // Redacted is what stands in for a secret wherever one would be shown.
 const Redacted = "[redacted]"
@@ -12,28 +15,14 @@ const Redacted = "[redacted]"
 // flag before it, so whatever follows may still be a flag; redacting a
 // positional argument that looks like a secret flag costs nothing.
 func RedactArgs(args []string, names ...string) []string {
-	out := make([]string, len(args))
-	copy(out, args)
-	secret := func(name string) bool {
-		for _, n := range names {
-			if n == name {
-				return true
-			}
-		}
-		return false
-	}
+	out := slices.Clone(args)
 	for i := 0; i < len(out); i++ {
-		a := out[i]
-		if !strings.HasPrefix(a, "-") {
-			continue
-		}
-		name := strings.TrimPrefix(strings.TrimPrefix(a, "-"), "-")
-		name, _, hasValue := strings.Cut(name, "=")
-		if !secret(name) {
+		flagPart, _, hasValue := strings.Cut(out[i], "=")
+		if !strings.HasPrefix(flagPart, "-") || !slices.Contains(names, strings.TrimPrefix(strings.TrimPrefix(flagPart, "-"), "-")) {
 			continue
 		}
 		if hasValue {
-			out[i] = a[:strings.Index(a, "=")+1] + Redacted
+			out[i] = flagPart + "=" + Redacted
 		} else if i+1 < len(out) {
 			out[i+1] = Redacted
 			i++
