@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/apollo-platform/apollo/internal/booking"
+	"github.com/apollo-platform/apollo/internal/console"
 	"github.com/apollo-platform/apollo/internal/dispatch"
 	"github.com/apollo-platform/apollo/internal/fleet"
 	"github.com/apollo-platform/apollo/internal/httpapi"
@@ -36,6 +37,8 @@ type App struct {
 	rules    spampedeRules
 	bookings *booking.Service
 	member   *fleet.Member
+	fleet    *redisstore.Fleet
+	console  *console.Console
 	stopBg   chan struct{}
 	bg       sync.WaitGroup
 	api      *http.Server
@@ -69,7 +72,8 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, opts ...Option) (*Ap
 		a.router.Close()
 		return nil, err
 	}
-	if err := a.wireBookings(ctx, cfg, log, collect(opts)); err != nil {
+	o := collect(opts)
+	if err := a.wireBookings(ctx, cfg, log, o); err != nil {
 		a.router.Close()
 		return nil, err
 	}
@@ -91,8 +95,14 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, opts ...Option) (*Ap
 		a.router.Close()
 		return nil, err
 	}
+	if a.console, err = console.New(console.Deps{Instance: a.member.ID(), Router: a.router, Fleet: a.fleet,
+		Spampede: a.filter, Sampler: console.NewSampler(a.reg, time.Second, 180, time.Now, log), Faults: o.faults,
+		Now: time.Now, Log: log.With("component", "console")}); err != nil {
+		a.router.Close()
+		return nil, err
+	}
 	deps := httpapi.AdminDeps{Gatherer: a.reg, Ready: a.ready, Draining: a.draining.Load, Log: log,
-		Spampede: a.rules, Now: time.Now, Token: cfg.AdminToken, Cmdline: cfg.Cmdline}
+		Spampede: a.rules, Now: time.Now, Token: cfg.AdminToken, Cmdline: cfg.Cmdline, Console: a.console.Handler()}
 	a.api = &http.Server{Handler: handler, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second,
 		WriteTimeout: 40 * time.Second, IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10}
 	a.admin = &http.Server{Handler: httpapi.NewAdmin(deps), ReadHeaderTimeout: 5 * time.Second, IdleTimeout: time.Minute}
@@ -134,6 +144,7 @@ func (a *App) wireBookings(ctx context.Context, cfg Config, log *slog.Logger, o 
 		id = instanceID()
 	}
 	fs := redisstore.NewFleet(a.router, ps)
+	a.fleet = fs
 	if err := fs.Agree(ctx); err != nil {
 		return err
 	}
@@ -299,6 +310,11 @@ func (a *App) startBackground() {
 	go func() {
 		defer a.bg.Done()
 		a.rules.poll(a.cfg.RulesPollEvery, a.stopBg)
+	}()
+	a.bg.Add(1)
+	go func() {
+		defer a.bg.Done()
+		a.console.Run(a.stopBg)
 	}()
 }
 

@@ -1,6 +1,9 @@
 package app
 
-import "github.com/apollo-platform/apollo/internal/booking"
+import (
+	"github.com/apollo-platform/apollo/internal/booking"
+	"github.com/apollo-platform/apollo/internal/console"
+)
 
 // Option changes how New wires the service. Production runs with none;
 // apollo spike uses them to observe admissions and to give allocation the
@@ -10,6 +13,7 @@ type Option func(*options)
 type options struct {
 	admitter  func(booking.Admitter) booking.Admitter
 	allocator func(booking.Allocator) booking.Allocator
+	faults    console.Faults
 }
 
 // WrapAdmitter puts w around the Spampede filter as the booking pipeline
@@ -22,6 +26,11 @@ func WrapAdmitter(w func(booking.Admitter) booking.Admitter) Option {
 // pipeline sees it.
 func WrapAllocator(w func(booking.Allocator) booking.Allocator) Option {
 	return func(o *options) { o.allocator = w }
+}
+
+// WithFaults gives the console a fault panel (apollo dev only).
+func WithFaults(f console.Faults) Option {
+	return func(o *options) { o.faults = f }
 }
 
 func collect(opts []Option) options {

@@ -32,12 +32,14 @@ drivers spread their calls over them in turn, as through a load balancer.`
 
 // devState is what --state-file receives, for scripts and tests.
 type devState struct {
-	APIURL    string                  `json:"api_url"`
-	AdminURL  string                  `json:"admin_url"`
-	APIURLs   []string                `json:"api_urls"`   // every instance's, the first's first
-	AdminURLs []string                `json:"admin_urls"` // likewise
-	Nodes     []localcluster.NodeInfo `json:"nodes"`
-	Drivers   int                     `json:"drivers"`
+	APIURL   string `json:"api_url"`
+	AdminURL string `json:"admin_url"`
+	// ConsoleURL is the first instance's live console.
+	ConsoleURL string                  `json:"console_url"`
+	APIURLs    []string                `json:"api_urls"`   // every instance's, the first's first
+	AdminURLs  []string                `json:"admin_urls"` // likewise
+	Nodes      []localcluster.NodeInfo `json:"nodes"`
+	Drivers    int                     `json:"drivers"`
 	// AdminTokenFile holds the admin token of this run (owner-only).
 	AdminTokenFile string `json:"admin_token_file"`
 }
@@ -88,15 +90,22 @@ func runDev(ctx context.Context, e env, args []string) error {
 	if acfg.AdminToken, err = newAdminToken(tokenFile); err != nil {
 		return err
 	}
-	apps, err := startDevInstances(ctx, acfg, *instances, log)
+	faults := &devFaults{cluster: cluster}
+	apps, err := startDevInstances(ctx, acfg, *instances, log, app.WithFaults(faults))
 	if err != nil {
 		return err
 	}
 	closeAll := func() {
+		faults.stop()
 		for _, a := range apps {
 			a.Close()
 		}
 	}
+	if err := faults.start(apps); err != nil {
+		closeAll()
+		return err
+	}
+	defer faults.stop()
 	fleet, err := sim.NewFleet(fcfg, &roundRobin{apps: apps})
 	if err != nil {
 		closeAll()
@@ -125,6 +134,7 @@ func runDev(ctx context.Context, e env, args []string) error {
 		st.APIURLs, st.AdminURLs = append(st.APIURLs, "http://"+a.APIAddr()), append(st.AdminURLs, "http://"+a.AdminAddr())
 	}
 	st.APIURL, st.AdminURL = st.APIURLs[0], st.AdminURLs[0]
+	st.ConsoleURL = st.AdminURL + "/console/"
 	st.Nodes, _ = cluster.Info(ctx)
 	if *stateFile != "" {
 		if err := writeJSONFile(*stateFile, st); err != nil {
@@ -151,7 +161,7 @@ func newAdminToken(path string) (string, error) {
 
 // startDevInstances builds and binds n instances: the first on cfg's
 // addresses, each next one on the next ports (or any free port for 0).
-func startDevInstances(ctx context.Context, cfg app.Config, n int, log *slog.Logger) ([]*app.App, error) {
+func startDevInstances(ctx context.Context, cfg app.Config, n int, log *slog.Logger, opts ...app.Option) ([]*app.App, error) {
 	var apps []*app.App
 	for i := range n {
 		c := cfg
@@ -165,7 +175,7 @@ func startDevInstances(ctx context.Context, cfg app.Config, n int, log *slog.Log
 		if n > 1 {
 			c.InstanceID = fmt.Sprintf("dev-%d", i+1)
 		}
-		a, err := app.New(ctx, c, log.With("instance", i+1))
+		a, err := app.New(ctx, c, log.With("instance", i+1), opts...)
 		if err == nil {
 			if err = a.Listen(); err != nil {
 				a.Close()
@@ -239,6 +249,10 @@ func printDevBanner(e env, st devState) {
 	}
 	fmt.Fprintf(e.stdout, `
 Apollo is running.
+  console: %[2]s/console/
+           its fault panel (kill or hang a Redis node, start a rainstorm) asks for the
+           admin token; or open it with the token in the URL's fragment (never sent):
+           xdg-open "%[2]s/console/#token=$(cat %[6]s)"
   API:    %[1]s
   admin:  %[2]s/metrics  %[2]s/readyz  %[2]s/v1/spampede/rules
           pprof and rule changes need the token in %[6]s:

@@ -38,6 +38,10 @@ type AdminDeps struct {
 	// with every secret already redacted (pprof's own handler prints
 	// os.Args as they are, a password given by flag included).
 	Cmdline []string
+	// Console serves /console/ (the live console); absent when nil. Its
+	// routes that change things (every method but GET and HEAD: the fault
+	// panel) need the token.
+	Console http.Handler
 }
 
 // NewAdmin returns the handler for the private admin listener: /metrics,
@@ -71,8 +75,24 @@ func NewAdmin(deps AdminDeps) http.Handler {
 		}
 		routes = append(routes, rt)
 	}
+	if deps.Console != nil {
+		routes = append(routes, route{"/console/", rp.readOnlyOpen(deps.Token, deps.Console)})
+	}
 	mux, _ := rp.serveMux(routes)
 	return mux
+}
+
+// readOnlyOpen serves GET and HEAD to anyone and every other method only
+// with the admin token.
+func (a responder) readOnlyOpen(token string, h http.Handler) http.HandlerFunc {
+	guarded := a.guarded(token, h.ServeHTTP)
+	return func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet || r.Method == http.MethodHead {
+			h.ServeHTTP(w, r)
+			return
+		}
+		guarded(w, r)
+	}
 }
 
 // NewHealth returns the handler of a listener for probes and scrapes

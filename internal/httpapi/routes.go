@@ -96,8 +96,9 @@ func (a responder) serveMux(routes []route) (mux *http.ServeMux, known map[strin
 	for _, rt := range routes {
 		mux.Handle(rt.pattern, rt.handler)
 		known[rt.pattern] = true
-		method, _, _ := strings.Cut(rt.pattern, " ")
-		methods = append(methods, method)
+		if method, _, ok := strings.Cut(rt.pattern, " "); ok {
+			methods = append(methods, method)
+		}
 	}
 	slices.Sort(methods)
 	methods = slices.Compact(methods)

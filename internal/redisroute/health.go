@@ -44,6 +44,7 @@ func (r *Router) eject(n *node, reason string) {
 	}
 	n.ejected.Store(true)
 	n.probeOK = 0
+	n.ejectReason, n.ejectedAt = reason, r.clock.Now()
 	r.m.ejections.WithLabelValues(n.addr, reason).Inc()
 	r.m.ejected.WithLabelValues(n.addr).Set(1)
 	r.log.Warn("redis node ejected", "node", n.addr, "reason", reason)

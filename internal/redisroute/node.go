@@ -24,8 +24,12 @@ type node struct {
 	lastProgress atomic.Int64 // unix nanos of the last reply, or of going busy
 
 	fallback *rate.Limiter // reads falling back to this node while it is a primary
-	probeOK  int           // consecutive successful probes; touched only by the prober
-	m        nodeMetrics
+	probeOK  int           // consecutive successful probes; under the router's ejectMu
+	// Why and when the node was last ejected; under the router's ejectMu.
+	ejectReason string
+	ejectedAt   time.Time
+	repl        atomic.Pointer[verdict] // the last replication check's finding
+	m           nodeMetrics
 }
 
 func newNode(addr string, cfg Config, m *metrics) *node {

@@ -88,12 +88,15 @@ func (r *Router) refresh(ctx context.Context, reason string) error {
 		if old := r.topo.Swap(t); old != nil {
 			r.m.forgetLeft(old, t)
 		}
+		r.lastRefresh.Store(&Refreshed{At: t.at, Reason: reason, OK: true})
 		r.m.refreshes.WithLabelValues(reason, "ok").Inc()
 		r.log.Debug("redis topology refreshed", "reason", reason, "from", n.addr, "shards", t.String())
 		return nil
 	}
 	r.m.refreshes.WithLabelValues(reason, "error").Inc()
-	return fmt.Errorf("no node answered CLUSTER SLOTS: %w", errors.Join(errs...))
+	err := fmt.Errorf("no node answered CLUSTER SLOTS: %w", errors.Join(errs...))
+	r.lastRefresh.Store(&Refreshed{At: r.clock.Now(), Reason: reason, Error: err.Error()})
+	return err
 }
 
 // refreshCandidates lists healthy topology nodes first, then the rest, then seeds.

@@ -103,6 +103,8 @@ type verdict struct {
 	known  bool
 	behind bool
 	reason string
+	lag    int  // seconds since the replica's last acknowledgement, as its primary lists it
+	listed bool // lag is known: the primary listed the replica
 }
 
 // Reasons a replica is behind, or serves reads again.
@@ -173,12 +175,12 @@ func judgeShard(primaryAddr string, primary *replication, replicaAddrs []string,
 // judgeListed judges a replica its primary lists.
 func judgeListed(l listedReplica, maxLag time.Duration) verdict {
 	if l.state != "online" {
-		return verdict{known: true, behind: true, reason: "its primary lists it as " + l.state + ", not online"}
+		return verdict{known: true, behind: true, listed: true, lag: l.lag, reason: "its primary lists it as " + l.state + ", not online"}
 	}
 	if lag := time.Duration(l.lag) * time.Second; lag > maxLag {
-		return verdict{known: true, behind: true, reason: "its last acknowledgement is " + lag.String() + " old (max " + maxLag.String() + ")"}
+		return verdict{known: true, behind: true, listed: true, lag: l.lag, reason: "its last acknowledgement is " + lag.String() + " old (max " + maxLag.String() + ")"}
 	}
-	return verdict{known: true, reason: replicaCaughtUp}
+	return verdict{known: true, listed: true, lag: l.lag, reason: replicaCaughtUp}
 }
 
 // sameEndpoint compares host:port addresses: same port, and the same host
@@ -261,6 +263,10 @@ func (r *Router) setBehind(n *node, v verdict) {
 	if !v.known {
 		return
 	}
+	if !v.listed {
+		v.lag = -1
+	}
+	n.repl.Store(&v)
 	// Exported on every verdict, so a replica in step reads 0, not absent.
 	behind := 0.0
 	if v.behind {

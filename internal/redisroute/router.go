@@ -21,9 +21,11 @@ type Router struct {
 	m     *metrics
 	clock clock
 
-	topo       atomic.Pointer[topology]
-	refreshCh  chan string
-	refreshSeq atomic.Uint32
+	topo atomic.Pointer[topology]
+	// lastRefresh is the last refresh tried, for Status.
+	lastRefresh atomic.Pointer[Refreshed]
+	refreshCh   chan string
+	refreshSeq  atomic.Uint32
 
 	nodesMu sync.Mutex
 	nodes   map[string]*node
@@ -180,32 +182,6 @@ func (r *Router) Exec(ctx context.Context, cmds []Cmd) Results {
 	}
 	c.run(r.topo.Load())
 	return res
-}
-
-// NodeStatus is a node as the router sees it.
-type NodeStatus struct {
-	Addr    string        `json:"addr"`
-	Role    string        `json:"role"` // primary or replica
-	Shard   int           `json:"shard"`
-	Healthy bool          `json:"healthy"`
-	Behind  bool          `json:"behind"` // a replica too far behind its primary to serve reads
-	Latency time.Duration `json:"latency_ns"`
-}
-
-// Nodes lists every node of the current topology.
-func (r *Router) Nodes() []NodeStatus {
-	var out []NodeStatus
-	for i, s := range r.topo.Load().shards {
-		for k, n := range s.nodes() {
-			role := "replica"
-			if k == 0 {
-				role = "primary"
-			}
-			out = append(out, NodeStatus{Addr: n.addr, Role: role, Shard: i, Healthy: n.healthy(),
-				Behind: k > 0 && n.behind.Load(), Latency: n.latency()})
-		}
-	}
-	return out
 }
 
 // Refresh reloads the topology now (for tests and admin tools).

@@ -288,6 +288,9 @@ type CellState struct {
 	Count  float64   `json:"count"`
 	Until  time.Time `json:"until"`
 	Shadow bool      `json:"shadow"`
+	// The key's parts, for callers that draw the cell.
+	Service string       `json:"-"`
+	Cell    geocell.Cell `json:"-"`
 }
 
 // TrippedCells lists up to top cells tripped at now, highest count first.
@@ -296,7 +299,7 @@ func (f *Filter) TrippedCells(now time.Time, top int) []CellState {
 	var out []CellState
 	for k, t := range f.cells {
 		if now.Before(t.until) {
-			out = append(out, CellState{Key: k.String(), Rule: t.rule, Count: t.count, Until: t.until, Shadow: t.shadow})
+			out = append(out, CellState{Key: k.String(), Rule: t.rule, Count: t.count, Until: t.until, Shadow: t.shadow, Service: k.Service, Cell: k.Cell})
 		}
 	}
 	f.mu.Unlock()

@@ -1,0 +1,108 @@
+package console
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/apollo-platform/apollo/internal/redisroute"
+	"github.com/apollo-platform/apollo/internal/redisstore"
+	"github.com/apollo-platform/apollo/internal/spampede"
+)
+
+// Router is the router's view of the cluster.
+type Router interface {
+	Status() redisroute.Status
+}
+
+// Fleet is what the console reads of the fleet in Redis, and how an
+// instance tells the others what it runs.
+type Fleet interface {
+	View(ctx context.Context) ([]redisstore.PartitionView, error)
+	Members(ctx context.Context, now time.Time) ([]string, error)
+	Announce(ctx context.Context, id string, about []byte, ttl time.Duration) error
+	Announcements(ctx context.Context, ids []string) (map[string][]byte, error)
+}
+
+// Spampede is the filter in force on this instance.
+type Spampede interface {
+	Rules() spampede.RuleSet
+	TrippedCells(now time.Time, top int) []spampede.CellState
+}
+
+// Deps are the console's collaborators; Faults is optional.
+type Deps struct {
+	Instance string // this instance's fleet id
+	Router   Router
+	Fleet    Fleet
+	Spampede Spampede
+	Sampler  *Sampler
+	// Faults, under apollo dev only, adds the fault panel.
+	Faults Faults
+	Now    func() time.Time
+	Log    *slog.Logger
+	// AnnounceEvery is how often the instance announces its rules version
+	// (for TTL three times as long); 2 s when zero.
+	AnnounceEvery time.Duration
+}
+
+// Console serves the page and its data.
+type Console struct {
+	d   Deps
+	now func() time.Time
+
+	mu        sync.Mutex
+	viewCache []redisstore.PartitionView
+	viewAt    time.Time
+}
+
+// New returns the console; Run starts its background work.
+func New(d Deps) (*Console, error) {
+	if d.Router == nil || d.Fleet == nil || d.Spampede == nil || d.Sampler == nil {
+		return nil, errors.New("console: router, fleet, spampede and sampler are required")
+	}
+	if d.Now == nil {
+		d.Now = time.Now
+	}
+	if d.Log == nil {
+		d.Log = slog.New(slog.DiscardHandler)
+	}
+	if d.AnnounceEvery <= 0 {
+		d.AnnounceEvery = 2 * time.Second
+	}
+	return &Console{d: d, now: d.Now}, nil
+}
+
+// Run samples the metrics and announces this instance's rules version
+// until stop is closed; the caller owns the goroutine.
+func (c *Console) Run(stop <-chan struct{}) {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		c.d.Sampler.Run(stop)
+	}()
+	defer func() { <-done }()
+	tick := time.NewTicker(c.d.AnnounceEvery)
+	defer tick.Stop()
+	for {
+		c.announce()
+		select {
+		case <-stop:
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+// announce tells the fleet which rules version is in force here.
+func (c *Console) announce() {
+	about, _ := json.Marshal(announcement{RulesVersion: c.d.Spampede.Rules().Version})
+	ctx, cancel := context.WithTimeout(context.Background(), c.d.AnnounceEvery)
+	defer cancel()
+	if err := c.d.Fleet.Announce(ctx, c.d.Instance, about, 3*c.d.AnnounceEvery); err != nil {
+		c.d.Log.Debug("console: announcing the rules version", "err", err)
+	}
+}

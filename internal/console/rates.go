@@ -1,0 +1,98 @@
+package console
+
+import (
+	"math"
+	"time"
+)
+
+var inf = math.Inf(1)
+
+// rate is the per-second increase of a counter total between two samples,
+// 0 across a reset (a restarted process starts its counters again).
+func rate(old, cur sample, name string, where map[string]string) float64 {
+	dt := cur.at.Sub(old.at).Seconds()
+	d := cur.total(name, where) - old.total(name, where)
+	if dt <= 0 || d < 0 {
+		return 0
+	}
+	return d / dt
+}
+
+// ratesByLabel is rate per value of label.
+func ratesByLabel(old, cur sample, name, label string, where map[string]string) map[string]float64 {
+	dt := cur.at.Sub(old.at).Seconds()
+	was := old.byLabel(name, label, where)
+	out := map[string]float64{}
+	for k, v := range cur.byLabel(name, label, where) {
+		if d := v - was[k]; dt > 0 && d > 0 {
+			out[k] = d / dt
+		} else {
+			out[k] = 0
+		}
+	}
+	return out
+}
+
+// quantile is histogram_quantile(q) of the observations made between two
+// samples of name's histogram matching where: NaN when there were none.
+// Like Prometheus, it interpolates linearly within the bucket the rank
+// falls in, and answers the highest finite bound for the +Inf bucket.
+func quantile(q float64, old, cur sample, name string, where map[string]string) float64 {
+	bounds, now := cur.hist(name, where)
+	_, was := old.hist(name, where)
+	if len(now) == 0 {
+		return math.NaN()
+	}
+	delta := make([]float64, len(now))
+	for i := range now {
+		delta[i] = now[i]
+		if len(was) == len(now) {
+			delta[i] -= was[i]
+		}
+	}
+	return bucketQuantile(q, bounds, delta)
+}
+
+// bucketQuantile is the q-quantile of cumulative bucket counts.
+func bucketQuantile(q float64, bounds, cum []float64) float64 {
+	n := len(cum)
+	if n == 0 || cum[n-1] <= 0 {
+		return math.NaN()
+	}
+	rank := q * cum[n-1]
+	i := 0
+	for i < n-1 && cum[i] < rank {
+		i++
+	}
+	if math.IsInf(bounds[i], 1) {
+		if n >= 2 {
+			return bounds[n-2]
+		}
+		return math.NaN()
+	}
+	lo, below := 0.0, 0.0
+	if i > 0 {
+		lo, below = bounds[i-1], cum[i-1]
+	}
+	in := cum[i] - below
+	if in <= 0 {
+		return bounds[i]
+	}
+	return lo + (bounds[i]-lo)*(rank-below)/in
+}
+
+// perSecond is, for every pair of consecutive samples, the rate of a
+// counter total: the points of a traffic chart.
+func perSecond(samples []sample, name string, where map[string]string) []Point {
+	var out []Point
+	for i := 1; i < len(samples); i++ {
+		out = append(out, Point{At: samples[i].at, V: rate(samples[i-1], samples[i], name, where)})
+	}
+	return out
+}
+
+// Point is one value of a chart's series at a time.
+type Point struct {
+	At time.Time
+	V  float64
+}

@@ -1,0 +1,344 @@
+package console
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"math"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/apollo-platform/apollo/internal/redisroute"
+	"github.com/apollo-platform/apollo/internal/redisstore"
+	"github.com/apollo-platform/apollo/internal/spampede"
+)
+
+// State is everything the page shows, as /console/api/state answers it.
+type State struct {
+	At       time.Time    `json:"at"`
+	Instance string       `json:"instance"`
+	Cluster  Cluster      `json:"cluster"`
+	Traffic  Figures      `json:"traffic"`
+	Pipeline Pipeline     `json:"pipeline"`
+	Spampede SpampedeView `json:"spampede"`
+	Faults   *FaultsView  `json:"faults,omitempty"` // apollo dev only
+	// Problems lists the parts that could not be read this time (Redis
+	// views); the rest of the state is still current.
+	Problems []string `json:"problems,omitempty"`
+}
+
+// Figures are counters as totals (the values /metrics shows) and as rates
+// per second over the last WindowSeconds, by the same keys.
+type Figures struct {
+	PerSecond     map[string]float64 `json:"per_second"`
+	Totals        map[string]float64 `json:"totals"`
+	WindowSeconds float64            `json:"window_seconds"`
+}
+
+// Cluster is the cluster as this instance's router sees it.
+type Cluster struct {
+	Policy string `json:"policy"`
+	// SlotMapAgeSeconds is how old the slot map in use is.
+	SlotMapAgeSeconds float64              `json:"slot_map_age_seconds"`
+	SlotMapAt         time.Time            `json:"slot_map_at"`
+	LastRefresh       redisroute.Refreshed `json:"last_refresh"`
+	Shards            []Shard              `json:"shards"`
+}
+
+// Shard is one primary and its replicas, primary first.
+type Shard struct {
+	Index int    `json:"index"`
+	Nodes []Node `json:"nodes"`
+}
+
+// Node is a node's router status with its figures from the metrics.
+type Node struct {
+	redisroute.NodeStatus
+	// P50Ms and P99Ms are the round-trip quantiles of its requests over
+	// the window; null when it answered none.
+	P50Ms      *float64 `json:"p50_ms"`
+	P99Ms      *float64 `json:"p99_ms"`
+	ErrorsPerS float64  `json:"errors_per_s"`
+	Errors     float64  `json:"errors"`    // failed requests since start
+	Ejections  float64  `json:"ejections"` // times ejected since start
+}
+
+// Pipeline is the booking pipeline: outcomes, and the open bookings of
+// the whole fleet by partition and owner.
+type Pipeline struct {
+	Figures
+	Open       int64          `json:"open"`
+	Unowned    int            `json:"unowned_partitions"`
+	Owners     []Owner        `json:"owners"`
+	Partitions []PartitionRow `json:"partitions"`
+}
+
+// PartitionRow is a partition of the open-bookings index.
+type PartitionRow struct {
+	redisstore.PartitionView
+	// OverdueSeconds is how long past due its earliest open booking is:
+	// a partition nobody works keeps growing it.
+	OverdueSeconds float64 `json:"overdue_seconds"`
+}
+
+// Owner is an instance and what it holds of the index.
+type Owner struct {
+	Instance   string `json:"instance"`
+	Partitions int    `json:"partitions"`
+	Open       int64  `json:"open"`
+}
+
+// SpampedeView is the filter: decisions, rules and tripped cells.
+type SpampedeView struct {
+	Figures
+	Rules     spampede.RuleSet `json:"rules"`
+	Instances []InstanceRules  `json:"instances"`
+	Tripped   []TrippedCell    `json:"tripped"`
+}
+
+// InstanceRules is the rules version an instance of the fleet has in force.
+type InstanceRules struct {
+	Instance     string `json:"instance"`
+	RulesVersion int64  `json:"rules_version"`
+	Self         bool   `json:"self"`
+	// Known is false for a member that announced nothing (yet).
+	Known bool `json:"known"`
+}
+
+// TrippedCell is a cell turning bookings away, with its polygon.
+type TrippedCell struct {
+	Cell    string    `json:"cell"`
+	Service string    `json:"service"`
+	Rule    string    `json:"rule"`
+	Count   float64   `json:"count"`
+	Until   time.Time `json:"until"`
+	Shadow  bool      `json:"shadow"`
+	// Polygon is the cell's corners, [lat, lng], counter-clockwise from
+	// the south-west.
+	Polygon [][2]float64 `json:"polygon"`
+}
+
+// announcement is what an instance announces to the others.
+type announcement struct {
+	RulesVersion int64 `json:"rules_version"`
+}
+
+// window is the span rates and quantiles are computed over.
+const window = 5 * time.Second
+
+// maxTripped bounds the cells listed and drawn.
+const maxTripped = 200
+
+// state builds the State now.
+func (c *Console) state(ctx context.Context) State {
+	now := c.now()
+	st := State{At: now, Instance: c.d.Instance}
+	old, cur, ok := c.d.Sampler.window(window)
+	if !ok {
+		c.d.Sampler.Sample()
+		old, cur, _ = c.d.Sampler.window(window)
+	}
+	st.Cluster = c.cluster(old, cur, now)
+	st.Traffic = traffic(old, cur)
+	st.Pipeline = Pipeline{Figures: figuresByLabel(old, cur, "apollo_bookings_total", "outcome")}
+	if err := c.partitions(ctx, &st.Pipeline, now); err != nil {
+		st.Problems = append(st.Problems, "open bookings: "+err.Error())
+	}
+	st.Spampede = c.spampede(ctx, old, cur, now, &st.Problems)
+	if c.d.Faults != nil {
+		v := c.d.Faults.View()
+		st.Faults = &v
+	}
+	return st
+}
+
+func (c *Console) cluster(old, cur sample, now time.Time) Cluster {
+	rs := c.d.Router.Status()
+	cl := Cluster{Policy: rs.Policy, SlotMapAt: rs.SlotMapAt, LastRefresh: rs.LastRefresh,
+		SlotMapAgeSeconds: now.Sub(rs.SlotMapAt).Seconds()}
+	for _, ns := range rs.Nodes {
+		for len(cl.Shards) <= ns.Shard {
+			cl.Shards = append(cl.Shards, Shard{Index: len(cl.Shards)})
+		}
+		node := map[string]string{"node": ns.Addr}
+		n := Node{NodeStatus: ns,
+			P50Ms:      ms(quantile(0.5, old, cur, "apollo_redis_node_latency_seconds", node)),
+			P99Ms:      ms(quantile(0.99, old, cur, "apollo_redis_node_latency_seconds", node)),
+			ErrorsPerS: rate(old, cur, "apollo_redis_node_errors_total", node),
+			Errors:     cur.total("apollo_redis_node_errors_total", node),
+			Ejections:  cur.total("apollo_redis_node_ejections_total", node),
+		}
+		cl.Shards[ns.Shard].Nodes = append(cl.Shards[ns.Shard].Nodes, n)
+	}
+	return cl
+}
+
+// ms is seconds as milliseconds, nil for NaN.
+func ms(s float64) *float64 {
+	if math.IsNaN(s) {
+		return nil
+	}
+	v := s * 1000
+	return &v
+}
+
+// trafficKeys names the traffic figures: key, metric, label matchers.
+var trafficKeys = []struct {
+	key, name string
+	where     map[string]string
+}{
+	{"commands_ok", "apollo_redis_commands_total", map[string]string{"result": "ok"}},
+	{"commands_error", "apollo_redis_commands_total", map[string]string{"result": "error"}},
+	{"commands_ambiguous", "apollo_redis_commands_total", map[string]string{"result": "ambiguous"}},
+	{"commands_unconfirmed", "apollo_redis_commands_total", map[string]string{"result": "unconfirmed"}},
+	{"hedges_sent", "apollo_redis_hedges_total", map[string]string{"outcome": "sent"}},
+	{"hedges_won", "apollo_redis_hedges_total", map[string]string{"outcome": "won"}},
+	{"retries_sent", "apollo_redis_retries_total", map[string]string{"outcome": "sent"}},
+	{"fallbacks_sent", "apollo_redis_read_fallbacks_total", map[string]string{"outcome": "sent"}},
+	{"reads_shed", "apollo_redis_read_fallbacks_total", map[string]string{"outcome": "shed"}},
+}
+
+// traffic is the router's and the API's figures; calls are the API's
+// requests by status class (2xx, 4xx, 5xx).
+func traffic(old, cur sample) Figures {
+	f := newFigures(old, cur)
+	for _, k := range trafficKeys {
+		f.Totals[k.key] = cur.total(k.name, k.where)
+		f.PerSecond[k.key] = rate(old, cur, k.name, k.where)
+	}
+	now := cur.byLabel("apollo_http_requests_total", "code", nil)
+	was := old.byLabel("apollo_http_requests_total", "code", nil)
+	for _, class := range []string{"2xx", "4xx", "5xx"} {
+		f.Totals["calls_"+class], f.PerSecond["calls_"+class] = 0, 0
+	}
+	dt := cur.at.Sub(old.at).Seconds()
+	for code, v := range now {
+		class := codeClass(code)
+		if class == "" {
+			continue
+		}
+		f.Totals["calls_"+class] += v
+		if d := v - was[code]; dt > 0 && d > 0 {
+			f.PerSecond["calls_"+class] += d / dt
+		}
+	}
+	return f
+}
+
+// codeClass is "2xx" for "200" and so on; "" for what is not a status.
+func codeClass(code string) string {
+	n, err := strconv.Atoi(code)
+	if err != nil || n < 100 || n > 599 {
+		return ""
+	}
+	if n < 400 {
+		return "2xx" // 1xx and 3xx are not answered by the API; counted as served
+	}
+	return strconv.Itoa(n/100) + "xx"
+}
+
+func newFigures(old, cur sample) Figures {
+	return Figures{PerSecond: map[string]float64{}, Totals: map[string]float64{}, WindowSeconds: cur.at.Sub(old.at).Seconds()}
+}
+
+// figuresByLabel is a counter's totals and rates per value of label.
+func figuresByLabel(old, cur sample, name, label string) Figures {
+	f := newFigures(old, cur)
+	f.Totals = cur.byLabel(name, label, nil)
+	f.PerSecond = ratesByLabel(old, cur, name, label, nil)
+	return f
+}
+
+// partitions fills in the fleet's open bookings, read from Redis at most
+// once a second however many pages are open.
+func (c *Console) partitions(ctx context.Context, p *Pipeline, now time.Time) error {
+	view, err := c.view(ctx, now)
+	if err != nil {
+		return err
+	}
+	owners := map[string]*Owner{}
+	for _, v := range view {
+		row := PartitionRow{PartitionView: v}
+		if !v.NextDue.IsZero() && now.After(v.NextDue) {
+			row.OverdueSeconds = now.Sub(v.NextDue).Seconds()
+		}
+		p.Partitions = append(p.Partitions, row)
+		p.Open += v.Open
+		if v.Owner == "" {
+			p.Unowned++
+			continue
+		}
+		o := owners[v.Owner]
+		if o == nil {
+			o = &Owner{Instance: v.Owner}
+			owners[v.Owner] = o
+		}
+		o.Partitions++
+		o.Open += v.Open
+	}
+	for _, o := range owners {
+		p.Owners = append(p.Owners, *o)
+	}
+	slices.SortFunc(p.Owners, func(a, b Owner) int { return cmp.Compare(a.Instance, b.Instance) })
+	return nil
+}
+
+// view is the cached partition view, refreshed when older than a second.
+func (c *Console) view(ctx context.Context, now time.Time) ([]redisstore.PartitionView, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.viewAt.IsZero() || now.Sub(c.viewAt) >= time.Second || now.Before(c.viewAt) {
+		ctx, cancel := context.WithTimeout(ctx, time.Second)
+		defer cancel()
+		v, err := c.d.Fleet.View(ctx)
+		if err != nil {
+			return nil, err
+		}
+		c.viewCache, c.viewAt = v, now
+	}
+	return c.viewCache, nil
+}
+
+func (c *Console) spampede(ctx context.Context, old, cur sample, now time.Time, problems *[]string) SpampedeView {
+	sv := SpampedeView{Figures: figuresByLabel(old, cur, "apollo_spampede_decisions_total", "outcome"), Rules: c.d.Spampede.Rules()}
+	for _, cs := range c.d.Spampede.TrippedCells(now, maxTripped) {
+		b := cs.Cell.Bounds()
+		sv.Tripped = append(sv.Tripped, TrippedCell{Cell: cs.Cell.String(), Service: cs.Service, Rule: cs.Rule,
+			Count: cs.Count, Until: cs.Until, Shadow: cs.Shadow,
+			Polygon: [][2]float64{{b.MinLat, b.MinLng}, {b.MinLat, b.MaxLng}, {b.MaxLat, b.MaxLng}, {b.MaxLat, b.MinLng}}})
+	}
+	inst, err := c.instances(ctx, now, sv.Rules.Version)
+	if err != nil {
+		*problems = append(*problems, "instances' rules: "+err.Error())
+	}
+	sv.Instances = inst
+	return sv
+}
+
+// instances lists the rules version in force on every member of the fleet,
+// this one from its own filter, the others from their announcements.
+func (c *Console) instances(ctx context.Context, now time.Time, own int64) ([]InstanceRules, error) {
+	self := InstanceRules{Instance: c.d.Instance, RulesVersion: own, Self: true, Known: true}
+	ctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	ids, err := c.d.Fleet.Members(ctx, now)
+	if err != nil {
+		return []InstanceRules{self}, err
+	}
+	about, err := c.d.Fleet.Announcements(ctx, ids)
+	out := []InstanceRules{self}
+	for _, id := range ids {
+		if id == c.d.Instance {
+			continue
+		}
+		ir := InstanceRules{Instance: id}
+		var a announcement
+		if raw, ok := about[id]; ok && json.Unmarshal(raw, &a) == nil {
+			ir.RulesVersion, ir.Known = a.RulesVersion, true
+		}
+		out = append(out, ir)
+	}
+	slices.SortFunc(out[1:], func(a, b InstanceRules) int { return cmp.Compare(a.Instance, b.Instance) })
+	return out, err
+}
