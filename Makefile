@@ -15,7 +15,7 @@ VULNDB         := build/vulndb
 # keeps timing-sensitive resilience tests honest on a 2-core machine.
 TESTFLAGS ?= -race -count=1 -p 1 -timeout 20m
 
-.PHONY: all build image-bin vulncheck test demo redis iptables prometheus fmt-check vet bench drill spike spike-rounds spike-fleet capacity verify clean
+.PHONY: all build image-bin vulncheck test demo redis iptables prometheus chromium console-screenshot fmt-check vet bench drill spike spike-rounds spike-fleet capacity verify clean
 
 all: build
 
@@ -63,6 +63,19 @@ prometheus:
 	  $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus >/dev/null; \
 	} || { echo "could not install prometheus: install it yourself (apt-get install prometheus) and re-run"; exit 1; }
 
+# The console's browser test drives Debian's Chromium with chromedp.
+chromium:
+	@command -v chromium >/dev/null 2>&1 || [ -x /usr/bin/chromium ] || { \
+	  echo "chromium is not installed; installing Debian's chromium package with apt-get..."; \
+	  SUDO=; [ "$$(id -u)" -eq 0 ] || SUDO=sudo; \
+	  $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
+	  $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium >/dev/null; \
+	} || { echo "could not install chromium: install it yourself (apt-get install chromium) and re-run"; exit 1; }
+
+# The README's picture of the console under a replica hang.
+console-screenshot: redis chromium
+	$(GO) test -count=1 -run TestTheConsoleShowsTheClusterLiveInABrowser ./internal/cli -console-screenshot=$(CURDIR)/docs/console.png
+
 # govulncheck against an offline copy of the vulnerability database; it
 # fails on any vulnerability that Apollo's code can reach.
 vulncheck:
@@ -74,7 +87,7 @@ vulncheck:
 	fi
 	$(GO) run golang.org/x/vuln/cmd/govulncheck@$(VULN_VERSION) -db file://$(CURDIR)/$(VULNDB) ./...
 
-test: redis iptables prometheus fmt-check vet vulncheck
+test: redis iptables prometheus chromium fmt-check vet vulncheck
 	$(GO) test $(TESTFLAGS) ./...
 
 # Throughput, Apollo next to go-redis v9 in the same run (figures in the README).

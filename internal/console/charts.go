@@ -60,7 +60,7 @@ var timeCharts = map[string][]panelSpec{
 // Time chart layout, in pixels.
 const (
 	tcWidth, tcPlotL, tcPlotR = 560, 52, 12
-	tcTitle, tcPlotH, tcFoot  = 20, 110, 40
+	tcTitle, tcPlotH, tcFoot  = 20, 110, 56
 )
 
 // chart draws the named chart now; ok is false for an unknown name.
@@ -106,7 +106,7 @@ func drawTimeChart(spec []panelSpec, samples []sample) string {
 		for k, l := range ps.lines {
 			svg.Plot(p, a, chart.Series{Points: series[k], Color: l.color, Width: 1.8, Dash: l.dash})
 		}
-		legend(svg, p.X, p.Y+p.H+32, ps.lines, series)
+		legend(svg, p.X, p.Y+p.H+30, ps.lines, series)
 	}
 	return svg.String()
 }
@@ -114,12 +114,16 @@ func drawTimeChart(spec []panelSpec, samples []sample) string {
 // legend names each line with its latest value, so the figure under the
 // cursor of the eye is there to read.
 func legend(svg *chart.SVG, x, y float64, lines []line, series [][]chart.Point) {
+	x0 := x
 	for k, l := range lines {
 		last := 0.0
 		if n := len(series[k]); n > 0 {
 			last = series[k][n-1].Y
 		}
 		text := fmt.Sprintf("%s %.1f/s", l.label, last)
+		if w := 34 + 5.6*float64(len(text)); x+w > tcWidth && x > x0 {
+			x, y = x0, y+14 // on to the next line
+		}
 		svg.Line(x, y-4, x+16, y-4, chart.Style{Stroke: l.color, StrokeWidth: 2.5, Dash: l.dash})
 		svg.Text(x+20, y, text, chart.Style{})
 		x += 34 + 5.6*float64(len(text))

@@ -85,6 +85,9 @@ func TestAdminIsNotOnDefaultServeMux(t *testing.T) {
 // The routes that change Apollo or show its internals answer 401 without
 // the admin token, with a wrong one, and on an instance started without
 // one; the probes, /metrics and the read-only Spampede routes need none.
+// consoleStub stands in for the console: it answers every request 200.
+var consoleStub = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) })
+
 func TestAdminRoutesThatChangeOrRevealNeedTheToken(t *testing.T) {
 	const token = "0123456789abcdef-admin"
 	guarded := []request{
@@ -95,8 +98,11 @@ func TestAdminRoutesThatChangeOrRevealNeedTheToken(t *testing.T) {
 		{method: "GET", target: "/debug/pprof/profile?seconds=1"},
 		{method: "GET", target: "/debug/pprof/trace?seconds=1"},
 		{method: "PUT", target: "/v1/spampede/rules", body: validRules},
+		{method: "POST", target: "/console/api/faults/node", body: `{"action":"kill","node":"127.0.0.1:7001"}`},
 	}
 	open := []request{
+		{method: "GET", target: "/console/"},
+		{method: "GET", target: "/console/api/state"},
 		{method: "GET", target: "/livez"},
 		{method: "GET", target: "/readyz"},
 		{method: "GET", target: "/metrics"},
@@ -116,7 +122,7 @@ func TestAdminRoutesThatChangeOrRevealNeedTheToken(t *testing.T) {
 		for _, req := range guarded {
 			t.Run(c.name+" "+req.method+" "+req.target, func(t *testing.T) {
 				f := &fakeSpampede{rules: spampede.DefaultRuleSet()}
-				h := &harness{handler: httpapi.NewAdmin(httpapi.AdminDeps{Spampede: f, Token: c.token})}
+				h := &harness{handler: httpapi.NewAdmin(httpapi.AdminDeps{Spampede: f, Token: c.token, Console: consoleStub})}
 				if c.header != "" {
 					req.header = http.Header{"Authorization": {c.header}}
 				}
@@ -134,9 +140,9 @@ func TestAdminRoutesThatChangeOrRevealNeedTheToken(t *testing.T) {
 			})
 		}
 	}
-	for _, req := range append(open, request{method: "PUT", target: "/v1/spampede/rules", body: validRules}) {
+	for _, req := range append(open, guarded[len(guarded)-2:]...) {
 		t.Run("with the token "+req.method+" "+req.target, func(t *testing.T) {
-			h := &harness{handler: httpapi.NewAdmin(httpapi.AdminDeps{Spampede: &fakeSpampede{rules: spampede.DefaultRuleSet()}, Token: token})}
+			h := &harness{handler: httpapi.NewAdmin(httpapi.AdminDeps{Spampede: &fakeSpampede{rules: spampede.DefaultRuleSet()}, Token: token, Console: consoleStub})}
 			req.header = http.Header{"Authorization": {"Bearer " + token}}
 			if rec := h.do(req); rec.Code != 200 {
 				t.Errorf("%s %s with the token = %d: %s", req.method, req.target, rec.Code, rec.Body)
@@ -145,7 +151,7 @@ func TestAdminRoutesThatChangeOrRevealNeedTheToken(t *testing.T) {
 	}
 	for _, req := range open {
 		t.Run("without a token "+req.method+" "+req.target, func(t *testing.T) {
-			h := &harness{handler: httpapi.NewAdmin(httpapi.AdminDeps{Spampede: &fakeSpampede{rules: spampede.DefaultRuleSet()}, Token: token})}
+			h := &harness{handler: httpapi.NewAdmin(httpapi.AdminDeps{Spampede: &fakeSpampede{rules: spampede.DefaultRuleSet()}, Token: token, Console: consoleStub})}
 			if rec := h.do(req); rec.Code != 200 {
 				t.Errorf("%s %s without a token = %d: %s", req.method, req.target, rec.Code, rec.Body)
 			}
