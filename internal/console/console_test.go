@@ -60,7 +60,7 @@ type fakeSpampede struct {
 	cells []spampede.CellState
 }
 
-func (f fakeSpampede) Rules() spampede.RuleSet                             { return f.rules }
+func (f fakeSpampede) Rules() spampede.RuleSet                          { return f.rules }
 func (f fakeSpampede) TrippedCells(time.Time, int) []spampede.CellState { return f.cells }
 
 type fakeFaults struct {
@@ -68,7 +68,9 @@ type fakeFaults struct {
 	done []string
 }
 
-func (f *fakeFaults) View() console.FaultsView { return console.FaultsView{Nodes: []console.FaultNode{{Addr: "127.0.0.1:7001"}}} }
+func (f *fakeFaults) View() console.FaultsView {
+	return console.FaultsView{Nodes: []console.FaultNode{{Addr: "127.0.0.1:7001"}}}
+}
 func (f *fakeFaults) Node(_ context.Context, action, addr string) error {
 	if addr != "127.0.0.1:7001" {
 		return fmt.Errorf("%w: %s", console.ErrUnknownNode, addr)
