@@ -2,6 +2,7 @@ package drill
 
 import (
 	"fmt"
+	"html"
 	"io"
 	"strings"
 )
@@ -33,7 +34,7 @@ Each configuration ran on a fresh local cluster.</p>
 <p>Call success: every command of the call answered. Goodput: fully answered calls during the fault
 ÷ (pre-fault rate × fault window). &lt;99%% s: seconds in which under 99%% of calls fully succeeded.</p>
 </body></html>
-`, esc(res.Scenario), esc(res.Fault), res.Workers, res.Pipeline, res.Duration, res.FaultAtS, svg.String(), esc(table.String()),
-		100*res.SLO.MinCallSuccess, res.SLO.MaxLatencyMs, esc(verdict))
+`, html.EscapeString(res.Scenario), html.EscapeString(res.Fault), res.Workers, res.Pipeline, res.Duration, res.FaultAtS, svg.String(), html.EscapeString(table.String()),
+		100*res.SLO.MinCallSuccess, res.SLO.MaxLatencyMs, html.EscapeString(verdict))
 	return err
 }

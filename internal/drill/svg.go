@@ -4,7 +4,8 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"strings"
+
+	"github.com/apollo-platform/apollo/internal/chart"
 )
 
 var configColors = map[string]string{ConfigLegacy: "#d62728", ConfigGoRedis: "#ff7f0e", ConfigApollo: "#2ca02c"}
@@ -21,81 +22,61 @@ const (
 // and the p99 latency (log scale) of each configuration, with the fault
 // window shaded. It is self-contained, for a README or a postmortem.
 func WriteSVG(w io.Writer, res Result) error {
-	var b strings.Builder
-	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" font-family="sans-serif" font-size="12">`, svgW, svgH, svgW, svgH)
-	fmt.Fprintf(&b, `<rect width="100%%" height="100%%" fill="white"/>`)
-	fmt.Fprintf(&b, `<text x="%d" y="22" font-size="15" font-weight="bold">apollo drill --scenario %s: %s</text>`, padL, esc(res.Scenario), esc(res.Fault))
-	fmt.Fprintf(&b, `<text x="%d" y="40" fill="#555">%d workers × batch reads of %d drivers; fault at %.0fs</text>`, padL, res.Workers, res.Pipeline, res.FaultAtS)
-	x := func(t float64) float64 { return padL + t/res.Duration*(svgW-padL-padR) }
+	c := chart.New(svgW, svgH, chart.Attr{Name: "font-size", Value: "12"})
+	c.Text(padL, 22, fmt.Sprintf("apollo drill --scenario %s: %s", res.Scenario, res.Fault), chart.Style{FontSize: 15, Bold: true})
+	c.Text(padL, 40, fmt.Sprintf("%d workers × batch reads of %d drivers; fault at %.0fs", res.Workers, res.Pipeline, res.FaultAtS), chart.Style{Fill: "#555"})
+	okP := chart.Panel{X: padL, Y: top1, W: svgW - padL - padR, H: panelH, X1: res.Duration}
+	latP := okP
+	latP.Y = top2
 	end := res.Duration
 	if res.HealAtS > 0 {
 		end = res.HealAtS
 	}
-	for _, top := range []int{top1, top2} {
-		fmt.Fprintf(&b, `<rect x="%.1f" y="%d" width="%.1f" height="%d" fill="#f3d5d5" opacity="0.6"/>`, x(res.FaultAtS), top, x(end)-x(res.FaultAtS), panelH)
-		fmt.Fprintf(&b, `<rect x="%d" y="%d" width="%d" height="%d" fill="none" stroke="#999"/>`, padL, top, svgW-padL-padR, panelH)
+	for _, p := range []chart.Panel{okP, latP} {
+		c.Shade(p, res.FaultAtS, end, chart.Style{Fill: "#f3d5d5", Opacity: 0.6})
+		c.Frame(p, "#999")
 	}
-	fmt.Fprintf(&b, `<text x="%.1f" y="%d" fill="#a33">fault</text>`, x(res.FaultAtS)+4, top1+14)
-	yOK := func(r float64) float64 { return top1 + (1-r)*panelH }
-	yLat := func(v float64) float64 {
-		v = math.Min(math.Max(v, minMs), maxMs)
-		return top2 + (1-(math.Log10(v)-math.Log10(minMs))/(math.Log10(maxMs)-math.Log10(minMs)))*panelH
-	}
-	for _, p := range []float64{0, 0.5, 1} {
-		fmt.Fprintf(&b, `<text x="%d" y="%.1f" text-anchor="end">%.0f%%</text><line x1="%d" x2="%d" y1="%.1f" y2="%.1f" stroke="#eee"/>`, padL-6, yOK(p)+4, 100*p, padL, svgW-padR, yOK(p), yOK(p))
-	}
-	for _, v := range []float64{1, 10, 100, 1000, 10000} {
-		fmt.Fprintf(&b, `<text x="%d" y="%.1f" text-anchor="end">%g ms</text><line x1="%d" x2="%d" y1="%.1f" y2="%.1f" stroke="#eee"/>`, padL-6, yLat(v)+4, v, padL, svgW-padR, yLat(v), yLat(v))
-	}
-	fmt.Fprintf(&b, `<text x="%d" y="%d" font-weight="bold">calls with every command answered, per second</text>`, padL, top1-6)
-	fmt.Fprintf(&b, `<text x="%d" y="%d" font-weight="bold">p99 call latency, per second (log scale)</text>`, padL, top2-6)
-	for t := 0.0; t <= res.Duration; t += tickStep(res.Duration) {
-		fmt.Fprintf(&b, `<text x="%.1f" y="%d" text-anchor="middle">%.0fs</text>`, x(t), top2+panelH+16, t)
-	}
+	c.Text(okP.PX(res.FaultAtS)+4, top1+14, "fault", chart.Style{Fill: "#a33"})
+	okAxis := chart.Linear(0, 1, chart.Percent)
+	// A fixed range, under a millisecond to ten seconds: every drill is drawn
+	// on the same scale.
+	latAxis := chart.Axis{Lo: minMs, Hi: maxMs, Log: true, Ticks: []float64{1, 10, 100, 1000, 10000},
+		Label: func(v float64) string { return fmt.Sprintf("%g ms", v) }}
+	grid := chart.TickStyle{Line: chart.Style{Stroke: "#eee"}, Label: chart.Style{Anchor: "end"}, DX: -6, DY: 4}
+	c.YGrid(okP, okAxis, grid)
+	c.YGrid(latP, latAxis, grid)
+	c.Text(padL, top1-6, "calls with every command answered, per second", chart.Style{Bold: true})
+	c.Text(padL, top2-6, "p99 call latency, per second (log scale)", chart.Style{Bold: true})
+	c.XTicks(latP, func(t float64) string { return fmt.Sprintf("%.0fs", t) }, chart.TickStyle{Label: chart.Style{Anchor: "middle"}, DY: 16})
 	for i, r := range res.Configs {
 		color := configColors[r.Name]
 		if color == "" {
 			color = "#1f77b4"
 		}
-		var ok []string
-		var lat [][]string // a second with no completed call breaks the latency line
-		lat = append(lat, nil)
-		for _, s := range r.PerSecond {
-			ok = append(ok, fmt.Sprintf("%.1f,%.1f", x(float64(s.T)+0.5), yOK(s.SuccessRatio())))
-			if s.Calls == 0 {
-				lat = append(lat, nil)
-				continue
-			}
-			lat[len(lat)-1] = append(lat[len(lat)-1], fmt.Sprintf("%.1f,%.1f", x(float64(s.T)+0.5), yLat(s.P99Ms)))
-		}
-		fmt.Fprintf(&b, `<polyline fill="none" stroke="%s" stroke-width="2" points="%s"/>`, color, strings.Join(ok, " "))
-		for _, seg := range lat {
-			if len(seg) == 1 {
-				fmt.Fprintf(&b, `<circle cx="%s" r="2.5" fill="%s"/>`, strings.Replace(seg[0], ",", `" cy="`, 1), color)
-			} else if len(seg) > 1 {
-				fmt.Fprintf(&b, `<polyline fill="none" stroke="%s" stroke-width="2" points="%s"/>`, color, strings.Join(seg, " "))
-			}
-		}
-		lx := padL + 10 + i*260
-		fmt.Fprintf(&b, `<rect x="%d" y="%d" width="14" height="4" fill="%s"/><text x="%d" y="%d">%s: %.2f%% ok, max %.0f ms</text>`,
-			lx, svgH-22, color, lx+20, svgH-16, esc(r.Name), 100*r.CallSuccessRatio, r.MaxMs)
+		ok, lat := configSeries(r, color)
+		c.Plot(okP, okAxis, ok)
+		c.Plot(latP, latAxis, lat)
+		lx := float64(padL + 10 + i*260)
+		c.Rect(lx, svgH-22, 14, 4, chart.Style{Fill: color})
+		c.Text(lx+20, svgH-16, fmt.Sprintf("%s: %.2f%% ok, max %.0f ms", r.Name, 100*r.CallSuccessRatio, r.MaxMs), chart.Style{})
 	}
-	b.WriteString(`</svg>`)
-	_, err := io.WriteString(w, b.String())
+	_, err := c.WriteTo(w)
 	return err
 }
 
-func tickStep(d float64) float64 {
-	switch {
-	case d <= 20:
-		return 2
-	case d <= 60:
-		return 10
-	default:
-		return 30
+// configSeries is a configuration's two lines, plotted mid-second. A
+// second with no completed call has no latency, so it breaks the latency
+// line; its success share is 0, which is what the callers saw.
+func configSeries(r Report, color string) (ok, lat chart.Series) {
+	ok = chart.Series{Color: color, Width: 2}
+	lat = chart.Series{Color: color, Width: 2, Dot: 2.5}
+	for _, s := range r.PerSecond {
+		x, p99 := float64(s.T)+0.5, s.P99Ms
+		if s.Calls == 0 {
+			p99 = math.NaN()
+		}
+		ok.Points = append(ok.Points, chart.Point{X: x, Y: s.SuccessRatio()})
+		lat.Points = append(lat.Points, chart.Point{X: x, Y: p99})
 	}
-}
-
-func esc(s string) string {
-	return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;", `"`, "&quot;").Replace(s)
+	return ok, lat
 }

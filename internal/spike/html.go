@@ -3,12 +3,12 @@ package spike
 import (
 	"errors"
 	"fmt"
-	"html"
 	"html/template"
 	"io"
 	"math"
 	"strings"
 
+	"github.com/apollo-platform/apollo/internal/chart"
 	"github.com/apollo-platform/apollo/internal/driver"
 	"github.com/apollo-platform/apollo/internal/sim"
 )
@@ -95,9 +95,9 @@ func htmlSummary(r *Report) []htmlSummaryRow {
 	for _, l := range r.Summary {
 		row := htmlSummaryRow{
 			Run: l.Run, Success: fmtPct(l.OutsideSuccess), SuccessVs: fmtChange(l.SuccessVsBase),
-			P99: fmtMs(roundMs(l.OutsideP99)), P99Vs: fmtChange(l.P99VsBase), AllocP99: fmtMs(roundMs(l.OutsideAllocP99)),
+			P99: chart.Ms(roundMs(l.OutsideP99)), P99Vs: fmtChange(l.P99VsBase), AllocP99: chart.Ms(roundMs(l.OutsideAllocP99)),
 			Rejected: l.InsideRejected, Would: l.InsideWould, Within: l.Within5Pct,
-			SettledP99: fmtMs(roundMs(l.SettledP99)), SettledP99Vs: fmtChange(l.SettledP99VsBase), SettledWithin: l.SettledWithin5Pct,
+			SettledP99: chart.Ms(roundMs(l.SettledP99)), SettledP99Vs: fmtChange(l.SettledP99VsBase), SettledWithin: l.SettledWithin5Pct,
 		}
 		// Without a baseline (the outage variant) the summary compares the
 		// first run with itself, which says nothing.
@@ -166,33 +166,25 @@ const (
 	mapPad  = 12.0
 )
 
-// cellProj is an equirectangular projection, north up: at a city's scale
-// scaling longitude by cos(latitude) keeps cells their true shape.
-type cellProj struct {
-	minLat, maxLat, minLng, maxLng float64
-	cos, k                         float64
+// cellBoxes is what a run's map must show: its cells, the hotspot's and
+// the hotspot's circle.
+func cellBoxes(run Run, h Hotspot) []chart.Box {
+	var boxes []chart.Box
+	for _, c := range h.Cells {
+		boxes = append(boxes, chartBox(c))
+	}
+	for _, c := range run.Grid {
+		boxes = append(boxes, chartBox(c.Box))
+	}
+	if h.RadiusM > 0 {
+		dLat, dLng := hotspotDegrees(h)
+		boxes = append(boxes, chart.Box{MinLat: h.Lat - dLat, MaxLat: h.Lat + dLat, MinLng: h.Lng - dLng, MaxLng: h.Lng + dLng})
+	}
+	return boxes
 }
 
-func newCellProj(boxes []Box, h Hotspot) (cellProj, bool) {
-	p := cellProj{minLat: math.Inf(1), maxLat: math.Inf(-1), minLng: math.Inf(1), maxLng: math.Inf(-1)}
-	extend := func(lat0, lat1, lng0, lng1 float64) {
-		p.minLat, p.maxLat = math.Min(p.minLat, lat0), math.Max(p.maxLat, lat1)
-		p.minLng, p.maxLng = math.Min(p.minLng, lng0), math.Max(p.maxLng, lng1)
-	}
-	for _, b := range boxes {
-		extend(b.MinLat, b.MaxLat, b.MinLng, b.MaxLng)
-	}
-	dLat, dLng := hotspotDegrees(h)
-	if h.RadiusM > 0 {
-		extend(h.Lat-dLat, h.Lat+dLat, h.Lng-dLng, h.Lng+dLng)
-	}
-	p.cos = math.Cos((p.minLat + p.maxLat) / 2 * math.Pi / 180)
-	w, ht := (p.maxLng-p.minLng)*p.cos, p.maxLat-p.minLat
-	if !isFinite(w) || !isFinite(ht) || w <= 0 || ht <= 0 {
-		return p, false
-	}
-	p.k = mapSide / math.Max(w, ht)
-	return p, true
+func chartBox(b Box) chart.Box {
+	return chart.Box{MinLat: b.MinLat, MaxLat: b.MaxLat, MinLng: b.MinLng, MaxLng: b.MaxLng}
 }
 
 func hotspotDegrees(h Hotspot) (dLat, dLng float64) {
@@ -200,62 +192,49 @@ func hotspotDegrees(h Hotspot) (dLat, dLng float64) {
 	return ne.Lat - h.Lat, ne.Lng - h.Lng
 }
 
-func (p cellProj) x(lng float64) float64 { return mapPad + (lng-p.minLng)*p.cos*p.k }
-func (p cellProj) y(lat float64) float64 { return mapPad + (p.maxLat-lat)*p.k }
-func (p cellProj) width() float64        { return 2*mapPad + (p.maxLng-p.minLng)*p.cos*p.k }
-func (p cellProj) height() float64       { return 2*mapPad + (p.maxLat-p.minLat)*p.k }
-
 // cellMapSVG draws a run's cells where they lie: colour for unallocated
 // bookings, a dot sized by trips started, the numbers written in, and the
 // hotspot with its own cells outlined on top.
 func cellMapSVG(run Run, h Hotspot, sc cellScale) string {
-	boxes := append([]Box(nil), h.Cells...)
-	for _, c := range run.Grid {
-		boxes = append(boxes, c.Box)
-	}
-	p, ok := newCellProj(boxes, h)
+	p, ok := chart.FitBoxes(cellBoxes(run, h), mapSide, mapPad)
 	if len(run.Grid) == 0 || !ok {
 		return ""
 	}
-	width := math.Max(p.width(), 460)
-	height := p.height() + 58
-	var b strings.Builder
-	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%.0f" height="%.0f" viewBox="0 0 %.0f %.0f" font-family="sans-serif" font-size="11">`, width, height, width, height)
-	fmt.Fprintf(&b, `<rect width="100%%" height="100%%" fill="white"/>`)
+	// Whole pixels for the picture's size, as the page lays it out.
+	width := math.RoundToEven(math.Max(p.Width(), 460))
+	c := chart.New(width, math.RoundToEven(p.Height()+58), chart.Attr{Name: "font-size", Value: "11"})
 	fs := cellFontSize(p, run.Grid, sc)
-	for _, c := range run.Grid {
-		drawCell(&b, p, c, sc, fs)
+	for _, cell := range run.Grid {
+		drawCell(c, p, cell, sc, fs)
 	}
-	drawHotspot(&b, p, h)
-	drawCellLegend(&b, p.height()+14, h, sc)
-	fmt.Fprintf(&b, `<text x="%.0f" y="%.0f" text-anchor="end" font-weight="bold" font-size="13">N ↑</text>`, width-mapPad, p.height()+24)
-	b.WriteString(`</svg>`)
-	return b.String()
+	drawHotspot(c, p, h)
+	drawCellLegend(c, p.Height()+14, h, sc)
+	c.Text(width-mapPad, math.RoundToEven(p.Height()+24), "N ↑", chart.Style{Anchor: "end", FontSize: 13, Bold: true})
+	return c.String()
 }
 
-func drawCell(b *strings.Builder, p cellProj, c CellStat, sc cellScale, fs float64) {
-	x0, x1, y0, y1 := p.x(c.MinLng), p.x(c.MaxLng), p.y(c.MaxLat), p.y(c.MinLat)
+func drawCell(c *chart.SVG, p chart.Proj, cell CellStat, sc cellScale, fs float64) {
+	x0, x1, y0, y1 := p.X(cell.MinLng), p.X(cell.MaxLng), p.Y(cell.MaxLat), p.Y(cell.MinLat)
 	w, h := x1-x0, y1-y0
-	tip := fmt.Sprintf("cell %s: %d requested, %d allocated, %d unallocated, %d rejected, %d trips started",
-		c.Cell, c.Requested, c.Allocated, c.Unallocated, c.Rejected, c.Trips)
-	fmt.Fprintf(b, `<g><title>%s</title>`, html.EscapeString(tip))
-	fmt.Fprintf(b, `<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="%s" stroke="#bbb"/>`, x0, y0, w, h, unallocColor(c.Unallocated, sc.unallocated))
-	if sc.trips > 0 && c.Trips > 0 {
+	c.Group(fmt.Sprintf("cell %s: %d requested, %d allocated, %d unallocated, %d rejected, %d trips started",
+		cell.Cell, cell.Requested, cell.Allocated, cell.Unallocated, cell.Rejected, cell.Trips))
+	c.Rect(x0, y0, w, h, chart.Style{Fill: unallocColor(cell.Unallocated, sc.unallocated), Stroke: "#bbb"})
+	if sc.trips > 0 && cell.Trips > 0 {
 		most := math.Min(w, h) * 0.2
-		r := math.Max(most*math.Sqrt(float64(c.Trips)/float64(sc.trips)), 1.5)
-		fmt.Fprintf(b, `<circle cx="%.1f" cy="%.1f" r="%.1f" fill="#31a354" stroke="white"/>`, x1-most-3, y1-most-3, r)
+		r := math.Max(most*math.Sqrt(float64(cell.Trips)/float64(sc.trips)), 1.5)
+		c.Circle(x1-most-3, y1-most-3, r, chart.Style{Fill: "#31a354", Stroke: "white"})
 	}
-	drawCellNumbers(b, x0, y0, c, sc, fs)
-	b.WriteString(`</g>`)
+	drawCellNumbers(c, x0, y0, cell, sc, fs)
+	c.End()
 }
 
 // cellFontSize is one size for the whole map, the largest at which the
 // widest possible count fits the smallest cell; 0 when none is legible.
-func cellFontSize(p cellProj, grid []CellStat, sc cellScale) float64 {
+func cellFontSize(p chart.Proj, grid []CellStat, sc cellScale) float64 {
 	w, h := math.Inf(1), math.Inf(1)
 	for _, c := range grid {
-		w = math.Min(w, p.x(c.MaxLng)-p.x(c.MinLng))
-		h = math.Min(h, p.y(c.MinLat)-p.y(c.MaxLat))
+		w = math.Min(w, p.X(c.MaxLng)-p.X(c.MinLng))
+		h = math.Min(h, p.Y(c.MinLat)-p.Y(c.MaxLat))
 	}
 	widest := float64(len(fmt.Sprintf("%d unallocated", max(sc.unallocated, sc.trips))))
 	fs := math.Min(math.Min((w-8)/(0.62*widest), h/4.4), 12)
@@ -267,49 +246,52 @@ func cellFontSize(p cellProj, grid []CellStat, sc cellScale) float64 {
 
 // drawCellNumbers writes a cell's non-zero counts: zeros everywhere would
 // hide the cells that matter.
-func drawCellNumbers(b *strings.Builder, x0, y0 float64, c CellStat, sc cellScale, fs float64) {
+func drawCellNumbers(c *chart.SVG, x0, y0 float64, cell CellStat, sc cellScale, fs float64) {
 	if fs == 0 {
 		return
 	}
+	size := math.Round(fs*10) / 10 // a tenth of a pixel is as fine as a size need be
 	ink := "#222"
-	if sc.unallocated > 0 && float64(c.Unallocated) > 0.55*float64(sc.unallocated) {
+	if sc.unallocated > 0 && float64(cell.Unallocated) > 0.55*float64(sc.unallocated) {
 		ink = "white"
 	}
 	i := 0
 	for _, n := range []struct {
 		v    int
 		unit string
-	}{{c.Unallocated, "unallocated"}, {c.Rejected, "rejected"}, {c.Trips, "trips"}} {
+	}{{cell.Unallocated, "unallocated"}, {cell.Rejected, "rejected"}, {cell.Trips, "trips"}} {
 		if n.v != 0 {
 			i++
-			fmt.Fprintf(b, `<text x="%.1f" y="%.1f" font-size="%.1f" fill="%s">%d %s</text>`, x0+4, y0+fs*1.25*float64(i), fs, ink, n.v, n.unit)
+			c.Text(x0+4, y0+fs*1.25*float64(i), fmt.Sprintf("%d %s", n.v, n.unit), chart.Style{Fill: ink, FontSize: size})
 		}
 	}
 }
 
-func drawHotspot(b *strings.Builder, p cellProj, h Hotspot) {
-	for _, c := range h.Cells {
-		fmt.Fprintf(b, `<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="none" stroke="#111" stroke-width="2"/>`,
-			p.x(c.MinLng), p.y(c.MaxLat), p.x(c.MaxLng)-p.x(c.MinLng), p.y(c.MinLat)-p.y(c.MaxLat))
+func drawHotspot(c *chart.SVG, p chart.Proj, h Hotspot) {
+	outline := chart.Style{Fill: "none", Stroke: "#111", StrokeWidth: 2}
+	for _, cell := range h.Cells {
+		c.Rect(p.X(cell.MinLng), p.Y(cell.MaxLat), p.X(cell.MaxLng)-p.X(cell.MinLng), p.Y(cell.MinLat)-p.Y(cell.MaxLat), outline)
 	}
 	if h.RadiusM <= 0 {
 		return
 	}
 	dLat, dLng := hotspotDegrees(h)
-	fmt.Fprintf(b, `<ellipse cx="%.1f" cy="%.1f" rx="%.1f" ry="%.1f" fill="none" stroke="#08519c" stroke-width="2" stroke-dasharray="6 3"/>`,
-		p.x(h.Lng), p.y(h.Lat), dLng*p.cos*p.k, dLat*p.k)
+	c.Ellipse(p.X(h.Lng), p.Y(h.Lat), p.DX(dLng), p.DY(dLat), chart.Style{Fill: "none", Stroke: "#08519c", StrokeWidth: 2, Dash: "6 3"})
 }
 
-func drawCellLegend(b *strings.Builder, y float64, h Hotspot, sc cellScale) {
-	fmt.Fprintf(b, `<text x="%.0f" y="%.1f">unallocated bookings: 0</text>`, mapPad, y+9)
+func drawCellLegend(c *chart.SVG, y float64, h Hotspot, sc cellScale) {
+	c.Text(mapPad, y+9, "unallocated bookings: 0", chart.Style{})
 	for i := range 5 {
-		fmt.Fprintf(b, `<rect x="%.0f" y="%.1f" width="18" height="12" fill="%s" stroke="#bbb"/>`, mapPad+140+float64(i)*18, y, unallocColor(i*sc.unallocated/4, sc.unallocated))
+		c.Rect(mapPad+140+float64(i)*18, y, 18, 12, chart.Style{Fill: unallocColor(i*sc.unallocated/4, sc.unallocated), Stroke: "#bbb"})
 	}
-	fmt.Fprintf(b, `<text x="%.0f" y="%.1f">%d (most of any cell, any run)</text>`, mapPad+236, y+9, sc.unallocated)
+	c.Text(mapPad+236, y+9, fmt.Sprintf("%d (most of any cell, any run)", sc.unallocated), chart.Style{})
 	y += 24
-	fmt.Fprintf(b, `<circle cx="%.0f" cy="%.1f" r="5" fill="#31a354"/><text x="%.0f" y="%.1f">trips started (area)</text>`, mapPad+5, y, mapPad+14, y+4)
-	fmt.Fprintf(b, `<rect x="%.0f" y="%.1f" width="16" height="10" fill="none" stroke="#111" stroke-width="2"/><text x="%.0f" y="%.1f">hotspot's cells</text>`, mapPad+140, y-5, mapPad+160, y+4)
-	fmt.Fprintf(b, `<ellipse cx="%.0f" cy="%.1f" rx="9" ry="6" fill="none" stroke="#08519c" stroke-width="2" stroke-dasharray="4 2"/><text x="%.0f" y="%.1f">hotspot, %.0f m</text>`, mapPad+270, y, mapPad+284, y+4, h.RadiusM)
+	c.Circle(mapPad+5, y, 5, chart.Style{Fill: "#31a354"})
+	c.Text(mapPad+14, y+4, "trips started (area)", chart.Style{})
+	c.Rect(mapPad+140, y-5, 16, 10, chart.Style{Fill: "none", Stroke: "#111", StrokeWidth: 2})
+	c.Text(mapPad+160, y+4, "hotspot's cells", chart.Style{})
+	c.Ellipse(mapPad+270, y, 9, 6, chart.Style{Fill: "none", Stroke: "#08519c", StrokeWidth: 2, Dash: "4 2"})
+	c.Text(mapPad+284, y+4, fmt.Sprintf("hotspot, %.0f m", h.RadiusM), chart.Style{})
 }
 
 var htmlPageTemplate = template.Must(template.New("spike").Parse(`<!doctype html>

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/apollo-platform/apollo/internal/chart"
 )
 
 const htmlTestCellDeg = 0.005
@@ -198,20 +200,19 @@ func TestTimelineSVGBreaksTheSuccessLineAtSecondsWithoutRequests(t *testing.T) {
 		{T: 3, Outside: Counts{Requested: 4, Allocated: 3}},
 		{T: 5, Outside: Counts{Requested: 4, Allocated: 4}}, // second 4 is missing
 	}
-	got := tlSegments(secs, tlOutsideSuccess)
-	want := [][]tlPoint{{{0, 100}, {1, 50}}, {{3, 75}}, {{5, 100}}}
-	if len(got) != len(want) {
-		t.Fatalf("segments = %v, want %v", got, want)
+	c := chart.New(100, 100)
+	p := chart.Panel{W: 100, H: 100, X1: 6}
+	c.Plot(p, chart.Linear(0, 1, nil), tlSeries(secs, tlOutsideSuccess, "red", "", 1))
+	svg := c.String()
+	// Seconds 0–1 joined; 3 and 5 alone, each a dot.
+	if got := strings.Count(svg, "<polyline"); got != 1 {
+		t.Errorf("%d lines, want 1: %s", got, svg)
 	}
-	for i := range want {
-		if len(got[i]) != len(want[i]) {
-			t.Fatalf("segment %d = %v, want %v", i, got[i], want[i])
-		}
-		for j := range want[i] {
-			if got[i][j] != want[i][j] {
-				t.Errorf("segment %d point %d = %v, want %v", i, j, got[i][j], want[i][j])
-			}
-		}
+	if got := strings.Count(svg, "<circle"); got != 2 {
+		t.Errorf("%d dots, want 2: %s", got, svg)
+	}
+	if !strings.Contains(svg, `points="8.3,0 25,50"`) {
+		t.Errorf("seconds 0 and 1 are not plotted mid-second at 100 %% and 50 %%: %s", svg)
 	}
 }
 
@@ -256,19 +257,27 @@ func TestHTMLCellColourRunsFromWhiteToRed(t *testing.T) {
 	}
 }
 
-func TestHTMLCellMapIsNorthUp(t *testing.T) {
-	p, ok := newCellProj([]Box{htmlTestBox(0, 0), htmlTestBox(2, 2)}, Hotspot{})
-	if !ok {
-		t.Fatal("no projection for a 3 × 3 grid")
+func TestHTMLCellMapShowsAllOfTheHotspotCircle(t *testing.T) {
+	r := htmlTestReport()
+	r.Hotspot.RadiusM = 2000 // well past the 3 × 3 grid, about 1.7 km a side
+	svg := cellMapSVG(r.Runs[0], r.Hotspot, newCellScale(r))
+	var doc struct {
+		Width    float64 `xml:"width,attr"`
+		Ellipses []struct {
+			CX float64 `xml:"cx,attr"`
+			CY float64 `xml:"cy,attr"`
+			RX float64 `xml:"rx,attr"`
+			RY float64 `xml:"ry,attr"`
+		} `xml:"ellipse"`
 	}
-	sw, ne := htmlTestBox(0, 0), htmlTestBox(2, 2)
-	if p.y(ne.MaxLat) >= p.y(sw.MinLat) {
-		t.Error("north is not up")
+	if err := xml.Unmarshal([]byte(svg), &doc); err != nil {
+		t.Fatal(err)
 	}
-	if p.x(ne.MaxLng) <= p.x(sw.MinLng) {
-		t.Error("east is not right")
+	if len(doc.Ellipses) == 0 {
+		t.Fatal("no hotspot circle")
 	}
-	if _, ok := newCellProj([]Box{{}}, Hotspot{}); ok {
-		t.Error("a grid without extent was projected")
+	e := doc.Ellipses[0] // the map's; the legend's comes after it
+	if e.CX-e.RX < mapPad-0.1 || e.CX+e.RX > doc.Width-mapPad+0.1 || e.CY-e.RY < mapPad-0.1 {
+		t.Errorf("the circle (%+v) runs off a map %v px wide", e, doc.Width)
 	}
 }

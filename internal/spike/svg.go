@@ -3,10 +3,11 @@ package spike
 import (
 	"errors"
 	"fmt"
-	"html"
 	"io"
 	"math"
 	"strings"
+
+	"github.com/apollo-platform/apollo/internal/chart"
 )
 
 // The timeline is a grid of small multiples: one row per run, one column
@@ -38,15 +39,12 @@ const (
 	tlOutageFill    = "#fcdcdc"
 )
 
-// tlPoint is one plotted second: t is the second's start, v its value.
-type tlPoint struct{ t, v float64 }
-
 // tlMetric reads one series from a second; ok is false when the second has
 // nothing to say (no requests), which breaks the line instead of drawing 0.
 type tlMetric func(s Second) (v float64, ok bool)
 
 func tlOutsideSuccess(s Second) (float64, bool) {
-	return 100 * s.Outside.Success(), s.Outside.Requested > 0
+	return s.Outside.Success(), s.Outside.Requested > 0
 }
 
 func tlOutsideP99(s Second) (float64, bool) {
@@ -58,61 +56,21 @@ func tlInsideRejected(s Second) (float64, bool)  { return float64(s.Inside.Rejec
 func tlInsideWould(s Second) (float64, bool)     { return float64(s.Inside.WouldReject), true }
 func tlInsideFailOpen(s Second) (float64, bool)  { return float64(s.Inside.FailOpen), true }
 
-// tlSegments splits a series into runs of consecutive seconds with a
-// value, so gaps in the data show as gaps in the line.
-func tlSegments(secs []Second, m tlMetric) [][]tlPoint {
-	var segs [][]tlPoint
-	var cur []tlPoint
+// tlSeries plots a metric at the middle of each second. A second without a
+// value is a NaN and a missing second a gap, so that gaps in the data show
+// as gaps in the line.
+func tlSeries(secs []Second, m tlMetric, color, dash string, width float64) chart.Series {
+	ser := chart.Series{Color: color, Dash: dash, Width: width}
 	prev := math.MinInt
 	for _, s := range secs {
 		v, ok := m(s)
-		ok = ok && isFinite(v)
-		if !ok || s.T != prev+1 {
-			if len(cur) > 0 {
-				segs = append(segs, cur)
-			}
-			cur = nil
+		if !ok {
+			v = math.NaN()
 		}
+		ser.Points = append(ser.Points, chart.Point{X: float64(s.T) + 0.5, Y: v, Gap: s.T != prev+1})
 		prev = s.T
-		if ok {
-			cur = append(cur, tlPoint{float64(s.T), v})
-		}
 	}
-	if len(cur) > 0 {
-		segs = append(segs, cur)
-	}
-	return segs
-}
-
-func isFinite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
-
-// tlPanel is one plot area, in pixels, over [0, dur) seconds.
-type tlPanel struct {
-	x, y, w, h float64
-	dur        float64
-}
-
-func (p tlPanel) px(t float64) float64 { return p.x + t/p.dur*p.w }
-
-// tlAxis maps a value to a y pixel in its panel.
-type tlAxis struct {
-	lo, hi float64
-	log    bool
-	ticks  []float64
-	label  func(v float64) string
-}
-
-func (a tlAxis) frac(v float64) float64 {
-	if a.log {
-		v = math.Max(v, a.lo)
-		return (math.Log10(v) - math.Log10(a.lo)) / (math.Log10(a.hi) - math.Log10(a.lo))
-	}
-	return (v - a.lo) / (a.hi - a.lo)
-}
-
-func (a tlAxis) py(p tlPanel, v float64) float64 {
-	f := math.Min(math.Max(a.frac(v), 0), 1)
-	return p.y + (1-f)*p.h
+	return ser
 }
 
 // timeline holds what every row shares: the x range, the shared y axes,
@@ -121,14 +79,14 @@ type timeline struct {
 	r          *Report
 	dur        float64
 	base       *Run
-	success    tlAxis
-	p99        tlAxis
-	inside     tlAxis
+	success    chart.Axis
+	p99        chart.Axis
+	inside     chart.Axis
 	stormFrom  float64
 	stormTo    float64
 	outage     *Window // nil when Redis was never paused
 	outageRuns map[int]bool
-	b          strings.Builder
+	c          *chart.SVG
 }
 
 // TimelineSVG draws the drill, second by second, as one standalone SVG:
@@ -140,7 +98,7 @@ func TimelineSVG(w io.Writer, r *Report) error {
 	}
 	tl := newTimeline(r)
 	tl.draw()
-	_, err := io.WriteString(w, tl.b.String())
+	_, err := tl.c.WriteTo(w)
 	return err
 }
 
@@ -152,7 +110,7 @@ func newTimeline(r *Report) *timeline {
 	for _, run := range r.Runs {
 		for _, s := range run.Seconds {
 			tl.dur = math.Max(tl.dur, float64(s.T+1))
-			if v, ok := tlOutsideP99(s); ok && isFinite(v) && v > 0 {
+			if v, ok := tlOutsideP99(s); ok {
 				latencies = append(latencies, v)
 			}
 			for _, m := range []tlMetric{tlInsideRequested, tlInsideRejected, tlInsideWould, tlInsideFailOpen} {
@@ -165,13 +123,14 @@ func newTimeline(r *Report) *timeline {
 		tl.dur = 1
 	}
 	tl.stormFrom, tl.stormTo = r.Settings.StormStart.Seconds(), r.Settings.StormEnd.Seconds()
-	if o := r.Settings.Outage; o != nil && isFinite(o.From) && isFinite(o.To) && o.To > o.From {
+	if o := r.Settings.Outage; o != nil && o.To > o.From && !math.IsInf(o.To-o.From, 0) {
 		tl.outage = o
 	}
-	tl.success = tlAxis{lo: 0, hi: 100, ticks: []float64{0, 50, 100}, label: func(v float64) string { return fmt.Sprintf("%.0f%%", v) }}
-	tl.p99 = latencyAxis(latencies)
-	top := niceCeil(insideMax)
-	tl.inside = tlAxis{lo: 0, hi: top, ticks: []float64{0, top / 2, top}, label: func(v float64) string { return fmt.Sprintf("%g/s", v) }}
+	tl.success = chart.Linear(0, 1, chart.Percent)
+	// Logarithmic by decades: the point is the jump from a few
+	// milliseconds to seconds, which a linear axis flattens.
+	tl.p99 = chart.LogDecades(latencies, chart.Ms)
+	tl.inside = chart.Linear(0, chart.NiceCeil(insideMax), func(v float64) string { return fmt.Sprintf("%g/s", v) })
 	return tl
 }
 
@@ -211,69 +170,23 @@ func outageRuns(r *Report) map[int]bool {
 	return runs
 }
 
-// latencyAxis is logarithmic by decades, because the point is the jump from
-// a few milliseconds to seconds, which a linear axis flattens.
-func latencyAxis(ms []float64) tlAxis {
-	lo, hi := 1.0, 10.0
-	if len(ms) > 0 {
-		lo, hi = ms[0], ms[0]
-		for _, v := range ms {
-			lo, hi = math.Min(lo, v), math.Max(hi, v)
-		}
-		lo = math.Pow(10, math.Floor(math.Log10(lo)))
-		hi = math.Pow(10, math.Ceil(math.Log10(hi)))
-		if hi <= lo {
-			hi = lo * 10
-		}
-	}
-	var ticks []float64
-	for v := lo; v <= hi*1.0001; v *= 10 {
-		ticks = append(ticks, v)
-	}
-	return tlAxis{lo: lo, hi: hi, log: true, ticks: ticks, label: fmtMs}
-}
-
-func fmtMs(v float64) string {
-	if v >= 1000 {
-		return fmt.Sprintf("%g s", v/1000)
-	}
-	return fmt.Sprintf("%g ms", v)
-}
-
-// niceCeil rounds up to 1, 2 or 5 times a power of ten, for tick labels a
-// reader can take in at once.
-func niceCeil(v float64) float64 {
-	if v <= 0 || !isFinite(v) {
-		return 1
-	}
-	p := math.Pow(10, math.Floor(math.Log10(v)))
-	for _, m := range []float64{1, 2, 5, 10} {
-		if m*p >= v {
-			return m * p
-		}
-	}
-	return 10 * p
-}
-
 func (tl *timeline) height() int {
 	return tlHeader + len(tl.r.Runs)*tlRowH + tlFooter
 }
 
 func (tl *timeline) draw() {
-	h := tl.height()
-	fmt.Fprintf(&tl.b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" font-family="sans-serif" font-size="11">`, tlWidth, h, tlWidth, h)
-	fmt.Fprintf(&tl.b, `<rect width="100%%" height="100%%" fill="white"/>`)
+	h := float64(tl.height())
+	tl.c = chart.New(tlWidth, h, chart.Attr{Name: "font-size", Value: "11"})
 	tl.header()
 	for i := range tl.r.Runs {
 		tl.row(i)
 	}
-	fmt.Fprintf(&tl.b, `<text x="%d" y="%d" text-anchor="middle" fill="#444">seconds since the run began</text>`, tlWidth/2, h-6)
-	tl.b.WriteString(`</svg>`)
+	tl.c.Text(tlWidth/2, h-6, "seconds since the run began", chart.Style{Anchor: "middle", Fill: "#444"})
 }
 
 func (tl *timeline) header() {
 	s := tl.r.Settings
-	fmt.Fprintf(&tl.b, `<text x="10" y="20" font-size="15" font-weight="bold">apollo spike: riders outside the storm's hotspot, run by run</text>`)
+	tl.c.Text(10, 20, "apollo spike: riders outside the storm's hotspot, run by run", chart.Style{FontSize: 15, Bold: true})
 	sub := fmt.Sprintf("storm %s–%s s at %g× the base rate over a %.0f m hotspot", fmtSec(tl.stormFrom), fmtSec(tl.stormTo), s.SpikeMultiplier, tl.r.Hotspot.RadiusM)
 	if tl.outage != nil {
 		sub += fmt.Sprintf("; Redis paused %s–%s s", fmtSec(tl.outage.From), fmtSec(tl.outage.To))
@@ -281,18 +194,18 @@ func (tl *timeline) header() {
 	if s.BucketSeconds > 0 {
 		sub += fmt.Sprintf("; Spampede buckets of %d s (faint lines)", s.BucketSeconds)
 	}
-	fmt.Fprintf(&tl.b, `<text x="10" y="37" fill="#555">%s</text>`, html.EscapeString(sub))
+	tl.c.Text(10, 37, sub, chart.Style{Fill: "#555"})
 	tl.legend(54)
 	titles := []string{"outside: bookings that got a driver (%)", "outside: booking p99 latency (ms, log)", "inside: bookings per second"}
 	for c, t := range titles {
-		fmt.Fprintf(&tl.b, `<text x="%d" y="%d" font-weight="bold" fill="#333">%s</text>`, c*tlColW+tlPlotL, tlHeader-8, html.EscapeString(t))
+		tl.c.Text(float64(c*tlColW+tlPlotL), tlHeader-8, t, chart.Style{Fill: "#333", Bold: true})
 	}
 }
 
 // legend is two lines, outside then inside, mirroring the columns below;
 // it names a series or window only if the chart has one, so that nothing
 // in it has to be looked for in vain.
-func (tl *timeline) legend(y int) {
+func (tl *timeline) legend(y float64) {
 	type item struct {
 		color, dash, label string
 		box                bool
@@ -313,15 +226,15 @@ func (tl *timeline) legend(y int) {
 		inside = append(inside, item{tlOutageFill, "", "Redis paused", true})
 	}
 	for n, line := range [][]item{outside, inside} {
-		x, ly := 10, y+16*n
+		x, ly := 10.0, y+16*float64(n)
 		for _, it := range line {
 			if it.box {
-				fmt.Fprintf(&tl.b, `<rect x="%d" y="%d" width="18" height="10" fill="%s"/>`, x, ly-5, it.color)
+				tl.c.Rect(x, ly-5, 18, 10, chart.Style{Fill: it.color})
 			} else {
-				fmt.Fprintf(&tl.b, `<line x1="%d" x2="%d" y1="%d" y2="%d" stroke="%s" stroke-width="2.5"%s/>`, x, x+18, ly, ly, it.color, dashAttr(it.dash))
+				tl.c.Line(x, ly, x+18, ly, chart.Style{Stroke: it.color, StrokeWidth: 2.5, Dash: it.dash})
 			}
-			fmt.Fprintf(&tl.b, `<text x="%d" y="%d">%s</text>`, x+22, ly+4, html.EscapeString(it.label))
-			x += 40 + 6*len(it.label)
+			tl.c.Text(x+22, ly+4, it.label, chart.Style{})
+			x += float64(40 + 6*len(it.label))
 		}
 	}
 }
@@ -335,21 +248,15 @@ func (tl *timeline) anyRun(f func(Second) bool) bool {
 	return false
 }
 
-func dashAttr(dash string) string {
-	if dash == "" {
-		return ""
-	}
-	return fmt.Sprintf(` stroke-dasharray="%s"`, dash)
-}
-
 func (tl *timeline) row(i int) {
 	run := tl.r.Runs[i]
 	top := float64(tlHeader + i*tlRowH)
-	fmt.Fprintf(&tl.b, `<text x="10" y="%.0f"><tspan font-weight="bold" font-size="13">%s</tspan><tspan fill="#555" dx="8">%s</tspan></text>`,
-		top+14, html.EscapeString(run.Name), html.EscapeString(runCaption(tl.r, run)))
-	panels := make([]tlPanel, 3)
+	tl.c.TextSpans(10, top+14, chart.Style{},
+		chart.Span{Text: run.Name, Style: chart.Style{FontSize: 13, Bold: true}},
+		chart.Span{Text: runCaption(tl.r, run), Style: chart.Style{Fill: "#555"}, DX: 8})
+	panels := make([]chart.Panel, 3)
 	for c := range panels {
-		panels[c] = tlPanel{x: float64(c*tlColW + tlPlotL), y: top + tlRowTitle, w: tlColW - tlPlotL - tlPlotR, h: tlPlotH, dur: tl.dur}
+		panels[c] = chart.Panel{X: float64(c*tlColW + tlPlotL), Y: top + tlRowTitle, W: tlColW - tlPlotL - tlPlotR, H: tlPlotH, X1: tl.dur}
 		tl.backdrop(panels[c], run, i, c == 0)
 	}
 	tl.axis(panels[0], tl.success)
@@ -394,7 +301,7 @@ func runCaption(r *Report, run Run) string {
 		if l.Run != run.Name {
 			continue
 		}
-		success, p99 := fmtPct(l.OutsideSuccess), fmtMs(roundMs(l.OutsideP99))
+		success, p99 := fmtPct(l.OutsideSuccess), chart.Ms(roundMs(l.OutsideP99))
 		if base != nil && base.Name != run.Name {
 			success += " (" + fmtChange(l.SuccessVsBase) + ")"
 			p99 += " (" + fmtChange(l.P99VsBase) + ") vs baseline"
@@ -428,36 +335,37 @@ func fmtSec(v float64) string { return fmt.Sprintf("%g", math.Round(v*10)/10) }
 // labels them low in the panel, where success lines rarely go. The
 // baseline had no storm, so its window is only outlined: it is the span its
 // totals are compared over.
-func (tl *timeline) backdrop(p tlPanel, run Run, i int, labels bool) {
-	from, to := p.px(tl.stormFrom), p.px(tl.stormTo)
-	if to > from {
+func (tl *timeline) backdrop(p chart.Panel, run Run, i int, labels bool) {
+	if tl.stormTo > tl.stormFrom {
 		if run.Storm {
-			fmt.Fprintf(&tl.b, `<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="%s"/>`, from, p.y, to-from, p.h, tlStormFill)
+			tl.c.Shade(p, tl.stormFrom, tl.stormTo, chart.Style{Fill: tlStormFill})
 			tl.bucketLines(p, run)
 			if labels {
-				fmt.Fprintf(&tl.b, `<text x="%.1f" y="%.1f" fill="#3182bd" font-size="10">storm</text>`, from+3, p.y+p.h-4)
+				tl.c.Text(p.PX(tl.stormFrom)+3, p.Y+p.H-4, "storm", chart.Style{Fill: "#3182bd", FontSize: 10})
 			}
 		} else {
-			fmt.Fprintf(&tl.b, `<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="none" stroke="#9ecae1" stroke-dasharray="3 3"/>`, from, p.y, to-from, p.h)
+			tl.c.Shade(p, tl.stormFrom, tl.stormTo, chart.Style{Fill: "none", Stroke: "#9ecae1", Dash: "3 3"})
 		}
 	}
 	if o := tl.outage; o != nil && tl.outageRuns[i] {
-		from, to := p.px(o.From), p.px(o.To)
-		fmt.Fprintf(&tl.b, `<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="%s" opacity="0.8"/>`, from, p.y, to-from, p.h, tlOutageFill)
+		tl.c.Shade(p, o.From, o.To, chart.Style{Fill: tlOutageFill, Opacity: 0.8})
 		if labels {
-			fmt.Fprintf(&tl.b, `<text x="%.1f" y="%.1f" fill="#c0392b" font-size="10">Redis paused</text>`, from+3, p.y+p.h-15)
+			tl.c.Text(p.PX(o.From)+3, p.Y+p.H-15, "Redis paused", chart.Style{Fill: "#c0392b", FontSize: 10})
 		}
 	}
-	fmt.Fprintf(&tl.b, `<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="none" stroke="#999"/>`, p.x, p.y, p.w, p.h)
-	tl.xTicks(p)
+	tl.c.Frame(p, "#999")
+	tl.c.XTicks(p, func(t float64) string { return fmt.Sprintf("%gs", t) }, chart.TickStyle{
+		Line: chart.Style{Stroke: "#999"}, Mark: 3,
+		Label: chart.Style{Anchor: "middle", Fill: "#444", FontSize: 10}, DY: 14,
+	})
 }
 
 // bucketLines marks where Spampede's buckets turn over within the storm:
 // buckets follow the wall clock, so they are placed from the run's start
 // time (or from the storm's start, for a report without one).
-func (tl *timeline) bucketLines(p tlPanel, run Run) {
+func (tl *timeline) bucketLines(p chart.Panel, run Run) {
 	step := float64(tl.r.Settings.BucketSeconds)
-	if step <= 0 || step/p.dur*p.w < 4 {
+	if step <= 0 || step/tl.dur*p.W < 4 {
 		return
 	}
 	first := tl.stormFrom + step
@@ -469,49 +377,17 @@ func (tl *timeline) bucketLines(p tlPanel, run Run) {
 		}
 	}
 	for t := first; t < tl.stormTo; t += step {
-		fmt.Fprintf(&tl.b, `<line x1="%.1f" x2="%.1f" y1="%.1f" y2="%.1f" stroke="#6baed6" stroke-width="0.6" opacity="0.6"/>`, p.px(t), p.px(t), p.y, p.y+p.h)
+		tl.c.Line(p.PX(t), p.Y, p.PX(t), p.Y+p.H, chart.Style{Stroke: "#6baed6", StrokeWidth: 0.6, Opacity: 0.6})
 	}
 }
 
-func (tl *timeline) xTicks(p tlPanel) {
-	step := tickStepSeconds(p.dur)
-	for t := 0.0; t <= p.dur+1e-9; t += step {
-		x := p.px(t)
-		fmt.Fprintf(&tl.b, `<line x1="%.1f" x2="%.1f" y1="%.1f" y2="%.1f" stroke="#999"/>`, x, x, p.y+p.h, p.y+p.h+3)
-		fmt.Fprintf(&tl.b, `<text x="%.1f" y="%.1f" text-anchor="middle" fill="#444" font-size="10">%gs</text>`, x, p.y+p.h+14, t)
-	}
+func (tl *timeline) axis(p chart.Panel, a chart.Axis) {
+	tl.c.YGrid(p, a, chart.TickStyle{
+		Line:  chart.Style{Stroke: "#000", Opacity: 0.08},
+		Label: chart.Style{Anchor: "end", Fill: "#444", FontSize: 10}, DX: -4, DY: 3.5,
+	})
 }
 
-// tickStepSeconds gives about five labelled ticks whatever the duration.
-func tickStepSeconds(dur float64) float64 {
-	for _, s := range []float64{1, 2, 5, 10, 15, 20, 30, 60, 120, 300, 600, 1800, 3600} {
-		if dur/s <= 6 {
-			return s
-		}
-	}
-	return 3600 * math.Ceil(dur/3600/6)
-}
-
-func (tl *timeline) axis(p tlPanel, a tlAxis) {
-	for _, v := range a.ticks {
-		y := a.py(p, v)
-		fmt.Fprintf(&tl.b, `<line x1="%.1f" x2="%.1f" y1="%.1f" y2="%.1f" stroke="#000" opacity="0.08"/>`, p.x, p.x+p.w, y, y)
-		fmt.Fprintf(&tl.b, `<text x="%.1f" y="%.1f" text-anchor="end" fill="#444" font-size="10">%s</text>`, p.x-4, y+3.5, html.EscapeString(a.label(v)))
-	}
-}
-
-// series draws each unbroken stretch of a metric as a line, and a lone
-// second as a dot, since a one-point polyline is invisible.
-func (tl *timeline) series(p tlPanel, a tlAxis, secs []Second, m tlMetric, color, dash string, width float64) {
-	for _, seg := range tlSegments(secs, m) {
-		if len(seg) == 1 {
-			fmt.Fprintf(&tl.b, `<circle cx="%.1f" cy="%.1f" r="%.1f" fill="%s"/>`, p.px(seg[0].t+0.5), a.py(p, seg[0].v), width+0.7, color)
-			continue
-		}
-		pts := make([]string, len(seg))
-		for k, pt := range seg {
-			pts[k] = fmt.Sprintf("%.1f,%.1f", p.px(pt.t+0.5), a.py(p, pt.v))
-		}
-		fmt.Fprintf(&tl.b, `<polyline fill="none" stroke="%s" stroke-width="%.1f" stroke-linejoin="round"%s points="%s"/>`, color, width, dashAttr(dash), strings.Join(pts, " "))
-	}
+func (tl *timeline) series(p chart.Panel, a chart.Axis, secs []Second, m tlMetric, color, dash string, width float64) {
+	tl.c.Plot(p, a, tlSeries(secs, m, color, dash, width))
 }
