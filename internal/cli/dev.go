@@ -22,7 +22,9 @@ import (
 )
 
 const devSynopsis = `Run Apollo locally: a throwaway 3 × 2 Redis Cluster, the service against it,
-and a simulated fleet of drivers in Singapore moving and heartbeating.
+a simulated fleet of drivers in Singapore moving and heartbeating, and a rider
+app's batch reads of them through the API. The admin listener serves the live
+console, with a fault panel: kill or hang a Redis node, start a rainstorm.
 Prints the API and admin URLs with example requests; Ctrl-C stops everything.
 
 With --instances N, N instances share the cluster (and the booking work, through
@@ -60,6 +62,7 @@ func runDev(ctx context.Context, e env, args []string) error {
 	fs.Var(&acfg.Redis.Policy, "read-policy", "read policy of the service")
 	fs.IntVar(&fcfg.Size, "drivers", fcfg.Size, "simulated drivers")
 	fs.Uint64Var(&fcfg.Seed, "seed", fcfg.Seed, "random seed of the fleet")
+	readsPerSecond := fs.Float64("reads-per-second", 20, "batch reads of 20 drivers a second through the API, as a rider app makes (0: none)")
 	stateFile := fs.String("state-file", "", "write API URL, admin URL and cluster nodes here as JSON")
 	fs.TextVar(&acfg.LogLevel, "log-level", acfg.LogLevel, "debug, info, warn or error")
 	if err := parseFlags(e, fs, args); err != nil {
@@ -73,6 +76,9 @@ func runDev(ctx context.Context, e env, args []string) error {
 	}
 	if err := fcfg.Validate(); err != nil {
 		return usageError{err}
+	}
+	if *readsPerSecond < 0 || *readsPerSecond > 1000 {
+		return usageError{fmt.Errorf("--reads-per-second must be 0 to 1000, got %g", *readsPerSecond)}
 	}
 	log := app.NewLogger(acfg, e.stderr)
 
@@ -124,6 +130,19 @@ func runDev(ctx context.Context, e env, args []string) error {
 		defer wg.Done()
 		fleet.Run(fctx, time.Now, func(error) { heartbeatErrs.Add(1) })
 	}()
+	if *readsPerSecond > 0 {
+		var apis []string
+		for _, a := range apps {
+			apis = append(apis, "http://"+a.APIAddr())
+		}
+		reads := newDevReads(apis, fcfg.Size)
+		reads.every = time.Duration(float64(time.Second) / *readsPerSecond)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			reads.run(fctx)
+		}()
+	}
 	defer func() {
 		stopFleet()
 		wg.Wait()

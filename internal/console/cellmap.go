@@ -48,11 +48,11 @@ func (c *Console) cellMap() string {
 	}
 	caption := fmt.Sprintf("%d cells tripped now (the darker, the further over its rule's threshold); rules outlined", len(cells))
 	if zoomed {
-		caption = fmt.Sprintf("%d cells tripped now, zoomed to them (%.1f km across; the darker, the further over the threshold)",
+		caption = fmt.Sprintf("%d cells tripped, zoomed to them: %.1f km across; darker is further over the threshold",
 			len(cells), (view.MaxLng-view.MinLng)*111.32*math.Cos((view.MinLat+view.MaxLat)/2*math.Pi/180))
 	}
 	svg.Text(mapPad, p.Height()+16, caption, chart.Style{Fill: "#444"})
-	svg.Text(p.Width()-mapPad, p.Height()+16, "N ↑", chart.Style{Anchor: "end", Bold: true, FontSize: 13})
+	svg.Text(p.Width()-4, 14, "N ↑", chart.Style{Anchor: "end", Bold: true, FontSize: 13})
 	return svg.String()
 }
 
