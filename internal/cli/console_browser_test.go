@@ -210,7 +210,7 @@ func TestTheConsoleShowsTheClusterLiveInABrowser(t *testing.T) {
 	page(`document.querySelector('button[data-action="hang"][data-node="` + hung + `"]').click(), true`)
 	waitPage(10*time.Second, hung+" out of routing", `["stalled","ejected"].includes((document.querySelector('tr[data-node="`+hung+`"]')||{}).dataset?.state)`)
 	if *consoleScreenshot != "" {
-		time.Sleep(2500 * time.Millisecond) // a chart round, so the charts show the hang too
+		time.Sleep(20 * time.Second) // the charts show some history, and the hang in it
 		png, err := chromedp.Run(bctx, chromedp.FullScreenshot(100))
 		if err != nil {
 			t.Fatal(err)

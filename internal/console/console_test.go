@@ -112,7 +112,8 @@ func newRig(t *testing.T, withFaults bool) *rig {
 	clock := func() time.Time { return r.now }
 	r.sampler = console.NewSampler(r.reg, time.Second, 10, clock, nil)
 	r.fleet = &fakeFleet{announced: map[string][]byte{"b": []byte(`{"rules_version":3}`)}, members: []string{"a", "b", "c"},
-		view: []redisstore.PartitionView{{Partition: 0, Owner: "a", Open: 2, NextDue: r.now.Add(-10 * time.Second)}, {Partition: 1}}}
+		view: []redisstore.PartitionView{{Partition: 0, Owner: "a", Open: 2, NextDue: r.now.Add(-10 * time.Second),
+			Created: []time.Time{r.now.Add(-2 * time.Second), r.now.Add(-40 * time.Second)}}, {Partition: 1}}}
 	cell, err := geocell.Of(1.3, 103.8, 30)
 	if err != nil {
 		t.Fatal(err)
@@ -217,6 +218,9 @@ func TestTheStateIsTheRegistrysAndTheRoutersView(t *testing.T) {
 	p := st.Pipeline
 	if p.Open != 2 || p.Unowned != 1 || len(p.Owners) != 1 || p.Owners[0].Instance != "a" || p.Partitions[0].OverdueSeconds != 12 {
 		t.Errorf("pipeline = %+v, want 2 open, 1 unowned, owner a, 12 s overdue", p)
+	}
+	if p.AgesRead != 2 || fmt.Sprint(p.Ages) != "[{5 1} {15 0} {30 0} {0 1}]" || p.Partitions[0].OldestSeconds != 42 {
+		t.Errorf("ages = %v (%d read), oldest %g s; want one under 5 s and one over 30 s, oldest 42 s", p.Ages, p.AgesRead, p.Partitions[0].OldestSeconds)
 	}
 	want := []console.InstanceRules{{Instance: "a", RulesVersion: 1, Self: true, Known: true}, {Instance: "b", RulesVersion: 3, Known: true}, {Instance: "c"}}
 	if fmt.Sprint(st.Spampede.Instances) != fmt.Sprint(want) {

@@ -68,7 +68,11 @@ type Node struct {
 // the whole fleet by partition and owner.
 type Pipeline struct {
 	Figures
-	Open       int64          `json:"open"`
+	Open int64 `json:"open"`
+	// Ages counts the open bookings read (AgesRead of Open: View reads a
+	// sample per partition, the first due) by age band.
+	Ages       []AgeBand      `json:"ages"`
+	AgesRead   int            `json:"ages_read"`
 	Unowned    int            `json:"unowned_partitions"`
 	Owners     []Owner        `json:"owners"`
 	Partitions []PartitionRow `json:"partitions"`
@@ -80,7 +84,21 @@ type PartitionRow struct {
 	// OverdueSeconds is how long past due its earliest open booking is:
 	// a partition nobody works keeps growing it.
 	OverdueSeconds float64 `json:"overdue_seconds"`
+	// OldestSeconds is the age of its oldest open booking read; 0 when
+	// none was.
+	OldestSeconds float64 `json:"oldest_seconds"`
 }
+
+// AgeBand is how many open bookings are younger than UnderSeconds (and
+// not younger than the band before); the last band has no bound (0).
+type AgeBand struct {
+	UnderSeconds float64 `json:"under_seconds"`
+	Count        int     `json:"count"`
+}
+
+// ageBands are the bounds of Pipeline.Ages: a booking gives up after the
+// allocation timeout (30 s by default), so one past it is stuck.
+var ageBands = []float64{5, 15, 30, 0}
 
 // Owner is an instance and what it holds of the index.
 type Owner struct {
@@ -258,10 +276,23 @@ func (c *Console) partitions(ctx context.Context, p *Pipeline, now time.Time) er
 		return err
 	}
 	owners := map[string]*Owner{}
+	for _, b := range ageBands {
+		p.Ages = append(p.Ages, AgeBand{UnderSeconds: b})
+	}
 	for _, v := range view {
 		row := PartitionRow{PartitionView: v}
 		if !v.NextDue.IsZero() && now.After(v.NextDue) {
 			row.OverdueSeconds = now.Sub(v.NextDue).Seconds()
+		}
+		for _, created := range v.Created {
+			age := max(now.Sub(created).Seconds(), 0)
+			row.OldestSeconds = max(row.OldestSeconds, age)
+			p.AgesRead++
+			i := 0
+			for i < len(ageBands)-1 && age >= ageBands[i] {
+				i++
+			}
+			p.Ages[i].Count++
 		}
 		p.Partitions = append(p.Partitions, row)
 		p.Open += v.Open

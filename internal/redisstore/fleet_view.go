@@ -2,6 +2,7 @@ package redisstore
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
@@ -20,36 +21,78 @@ type PartitionView struct {
 	// (retried, or given up); zero when none is open. Long past means
 	// nobody is working the partition.
 	NextDue time.Time `json:"next_due,omitzero"`
+	// Created is when each of its first-due open bookings was created, up
+	// to View's sample per partition: all of them when Open is no more.
+	Created []time.Time `json:"-"`
 }
 
-// View reads every partition's owner, open bookings and next due time:
-// three commands a partition, in one pipeline. It is for an operator's
-// page, not a hot path.
+// viewSample bounds the bookings View reads the creation time of, over
+// all partitions: it runs once a second while a console page is open.
+const viewSample = 512
+
+// View reads every partition's owner, open bookings, next due time and
+// the creation time of up to viewSample/partitions of its first-due open
+// bookings: two pipelines, for an operator's page, not a hot path.
 func (f *Fleet) View(ctx context.Context) ([]PartitionView, error) {
 	n := f.ps.Count()
+	k := max(1, viewSample/n)
 	cmds := make([]redisroute.Cmd, 0, 3*n)
 	for p := range n {
 		cmds = append(cmds, redisroute.Read("GET", f.ps.leaseKey(p)), redisroute.Read("ZCARD", f.ps.OpenKey(p)),
-			redisroute.Read("ZRANGE", f.ps.OpenKey(p), 0, 0, "WITHSCORES"))
+			redisroute.Read("ZRANGE", f.ps.OpenKey(p), 0, k-1, "WITHSCORES"))
 	}
 	res := f.r.Exec(ctx, cmds)
 	if err := res.Err(); err != nil {
 		return nil, storeErr(err)
 	}
 	out := make([]PartitionView, n)
+	var ids []string
+	var of []int // the partition of each of ids
 	for p := range n {
 		v := PartitionView{Partition: p, Open: anyInt(res[3*p+1].Val)}
 		if lease, ok := res[3*p].Val.(string); ok {
 			v.Owner = leaseOwner(lease)
 		}
-		if first, ok := res[3*p+2].Val.([]any); ok && len(first) == 2 {
-			if ms, err := strconv.ParseFloat(fmt.Sprint(first[1]), 64); err == nil && ms > 0 {
-				v.NextDue = time.UnixMilli(int64(ms))
+		first, _ := res[3*p+2].Val.([]any)
+		for i := 0; i+1 < len(first); i += 2 {
+			if i == 0 {
+				if ms, err := strconv.ParseFloat(fmt.Sprint(first[1]), 64); err == nil && ms > 0 {
+					v.NextDue = time.UnixMilli(int64(ms))
+				}
+			}
+			if id, ok := first[i].(string); ok {
+				ids, of = append(ids, id), append(of, p)
 			}
 		}
 		out[p] = v
 	}
-	return out, nil
+	return out, f.created(ctx, out, ids, of)
+}
+
+// created fills in the creation times of the bookings ids (of partitions
+// of); a booking that ended meanwhile is left out.
+func (f *Fleet) created(ctx context.Context, out []PartitionView, ids []string, of []int) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	cmds := make([]redisroute.Cmd, len(ids))
+	for i, id := range ids {
+		cmds[i] = redisroute.Read("HGET", bookingKey(id), "json")
+	}
+	res := f.r.Exec(ctx, cmds)
+	if err := res.Err(); err != nil {
+		return storeErr(err)
+	}
+	for i, r := range res {
+		raw, _ := r.Val.(string)
+		var b struct {
+			CreatedAt time.Time `json:"created_at"`
+		}
+		if raw != "" && json.Unmarshal([]byte(raw), &b) == nil && !b.CreatedAt.IsZero() {
+			out[of[i]].Created = append(out[of[i]].Created, b.CreatedAt)
+		}
+	}
+	return nil
 }
 
 // leaseOwner is the instance of a lease value "<instance>:<fence>".

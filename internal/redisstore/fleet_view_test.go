@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apollo-platform/apollo/internal/booking"
+	"github.com/apollo-platform/apollo/internal/driver"
 	"github.com/apollo-platform/apollo/internal/localcluster"
 	"github.com/apollo-platform/apollo/internal/localcluster/clustertest"
 	"github.com/apollo-platform/apollo/internal/redisroute"
@@ -32,6 +34,20 @@ func TestTheViewShowsEachPartitionsOwnerOpenBookingsAndNextDue(t *testing.T) {
 		}
 		added++
 	}
+	// One of them a real booking, created 7 s ago.
+	bs := redisstore.NewBookings(r, 0, ps)
+	created := time.UnixMilli(time.Now().Add(-7 * time.Second).UnixMilli())
+	var id string
+	for i := 0; ; i++ {
+		if id = fmt.Sprintf("bk-real-%d", i); ps.Of(id) == 1 {
+			break
+		}
+	}
+	bk := booking.Booking{ID: id, RiderID: "r1", Service: "car", Pickup: driver.Location{Lat: 1.3, Lng: 103.8},
+		Status: booking.Searching, CreatedAt: created, UpdatedAt: created, Deadline: created.Add(30 * time.Second), DueAt: due.Add(10 * time.Second)}
+	if _, _, err := bs.Create(ctx, bk); err != nil {
+		t.Fatal(err)
+	}
 	view, err := f.View(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -39,9 +55,12 @@ func TestTheViewShowsEachPartitionsOwnerOpenBookingsAndNextDue(t *testing.T) {
 	if len(view) != 4 {
 		t.Fatalf("View has %d partitions, want 4", len(view))
 	}
-	want := redisstore.PartitionView{Partition: 1, Owner: "inst-a", Open: 3, NextDue: due}
+	want := redisstore.PartitionView{Partition: 1, Owner: "inst-a", Open: 4, NextDue: due}
 	if got := view[1]; got.Owner != want.Owner || got.Open != want.Open || !got.NextDue.Equal(want.NextDue) {
 		t.Errorf("partition 1 = %+v, want %+v", got, want)
+	}
+	if got := view[1].Created; len(got) != 1 || !got[0].Equal(created) {
+		t.Errorf("partition 1's creation times = %v, want [%v] (the one real booking)", got, created)
 	}
 	for _, p := range []int{0, 2, 3} {
 		if got := view[p]; got.Owner != "" || got.Open != 0 || !got.NextDue.IsZero() {

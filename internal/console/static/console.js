@@ -163,12 +163,21 @@ function renderPipeline(p) {
   $("#open-total").textContent = p.open;
   $("#partition-count").textContent = (p.partitions || []).length;
   $("#unowned").textContent = p.unowned_partitions;
+  let lo = 0;
+  $("#ages tbody").replaceChildren(...(p.ages || []).map(b => {
+    const band = b.under_seconds ? `${lo}–${b.under_seconds} s` : `${lo} s and more`;
+    lo = b.under_seconds;
+    return el("tr", { class: !b.under_seconds && b.count ? "differs" : "" }, el("td", {}, band), el("td", { class: "num", "data-key": "pipeline.ages." + band }, b.count));
+  }));
+  $("#ages-read").textContent = p.ages_read === p.open ? "all open bookings" : `${p.ages_read} of ${p.open} open bookings (the first due of each partition)`;
   $("#owners tbody").replaceChildren(...(p.owners || []).map(o => el("tr", { "data-owner": o.instance },
     el("td", { class: "mono" }, o.instance), el("td", { class: "num" }, o.partitions), el("td", { class: "num" }, o.open))));
   const owners = (p.owners || []).map(o => o.instance);
   $("#partitions").replaceChildren(...(p.partitions || []).map(x => {
     const cls = "part owner-" + (x.owner ? owners.indexOf(x.owner) % 8 : "none") + (x.overdue_seconds > 5 ? " overdue" : "");
-    const title = `partition ${x.partition}: ${x.owner || "no owner"}, ${x.open} open` + (x.overdue_seconds > 0 ? `, ${x.overdue_seconds.toFixed(1)} s overdue` : "");
+    const title = `partition ${x.partition}: ${x.owner || "no owner"}, ${x.open} open` +
+      (x.oldest_seconds > 0 ? `, the oldest read ${x.oldest_seconds.toFixed(1)} s old` : "") +
+      (x.overdue_seconds > 0 ? `, ${x.overdue_seconds.toFixed(1)} s overdue` : "");
     return el("div", { class: cls, title, "data-partition": x.partition }, x.open ? String(x.open) : "");
   }));
 }
