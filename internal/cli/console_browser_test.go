@@ -207,10 +207,13 @@ func TestTheConsoleShowsTheClusterLiveInABrowser(t *testing.T) {
 	}
 
 	// Under a replica hang, for the README's picture.
+	if *consoleScreenshot != "" {
+		time.Sleep(15 * time.Second) // the charts show some history
+	}
 	page(`document.querySelector('button[data-action="hang"][data-node="` + hung + `"]').click(), true`)
 	waitPage(10*time.Second, hung+" out of routing", `["stalled","ejected"].includes((document.querySelector('tr[data-node="`+hung+`"]')||{}).dataset?.state)`)
 	if *consoleScreenshot != "" {
-		time.Sleep(20 * time.Second) // the charts show some history, and the hang in it
+		time.Sleep(2500 * time.Millisecond) // a chart round, and well within the cluster's node timeout
 		png, err := chromedp.Run(bctx, chromedp.FullScreenshot(100))
 		if err != nil {
 			t.Fatal(err)

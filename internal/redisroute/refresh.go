@@ -87,6 +87,7 @@ func (r *Router) refresh(ctx context.Context, reason string) error {
 		t.at = r.clock.Now()
 		if old := r.topo.Swap(t); old != nil {
 			r.m.forgetLeft(old, t)
+			r.noteDeparted(old, t)
 		}
 		r.lastRefresh.Store(&Refreshed{At: t.at, Reason: reason, OK: true})
 		r.m.refreshes.WithLabelValues(reason, "ok").Inc()

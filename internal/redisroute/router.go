@@ -24,6 +24,8 @@ type Router struct {
 	topo atomic.Pointer[topology]
 	// lastRefresh is the last refresh tried, for Status.
 	lastRefresh atomic.Pointer[Refreshed]
+	departedMu  sync.Mutex
+	departed    map[string]departed // nodes that left the slot map, by address; under departedMu
 	refreshCh   chan string
 	refreshSeq  atomic.Uint32
 
@@ -71,6 +73,7 @@ func New(ctx context.Context, cfg Config, reg prometheus.Registerer, log *slog.L
 		clock:     realClock{},
 		refreshCh: make(chan string, 1),
 		nodes:     map[string]*node{},
+		departed:  map[string]departed{},
 		hedges:    newBudget(cfg.HedgeBudget, cfg.BudgetBurst),
 		retries:   newBudget(cfg.RetryBudget, cfg.BudgetBurst),
 		stop:      make(chan struct{}),

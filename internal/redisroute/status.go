@@ -1,6 +1,8 @@
 package redisroute
 
 import (
+	"maps"
+	"slices"
 	"time"
 )
 
@@ -10,7 +12,22 @@ const (
 	StateStalled = "stalled" // requests waiting, nothing answered: avoided and hedged around, not yet ejected
 	StateEjected = "ejected" // not routed to; probed in the background
 	StateProbing = "probing" // ejected, and answering probes: re-admitted after ReadmitAfter in a row
+	// StateGone: the node was in an earlier slot map and is not in the one
+	// in use, as when the cluster marked it failed (CLUSTER SLOTS leaves a
+	// failed node out); it is not routed to, and listed for DepartedFor.
+	StateGone = "gone"
 )
+
+// DepartedFor is how long Status lists a node that left the slot map.
+const DepartedFor = 10 * time.Minute
+
+// departed is a node of an earlier slot map: where it was, and since when
+// it is missing.
+type departed struct {
+	shard int
+	role  string
+	since time.Time
+}
 
 // NodeStatus is a node as the router sees it.
 type NodeStatus struct {
@@ -25,7 +42,8 @@ type NodeStatus struct {
 	// EjectReason is why the node was last ejected (refused, unanswered,
 	// stalled, auth); empty while it is healthy.
 	EjectReason string `json:"eject_reason,omitempty"`
-	// EjectedAt is when; zero while healthy.
+	// EjectedAt is when; zero while healthy. For a node that is gone, it
+	// is when it left the slot map.
 	EjectedAt time.Time `json:"ejected_at,omitzero"`
 	// Replication is the last replication check's finding on a replica
 	// ("caught up", "its replication link is down", ...); empty before the
@@ -58,7 +76,8 @@ type Status struct {
 	Nodes       []NodeStatus `json:"nodes"`
 }
 
-// Nodes lists every node of the current topology.
+// Nodes lists every node of the current topology (Status adds the ones
+// that left it).
 func (r *Router) Nodes() []NodeStatus {
 	now := r.clock.Now()
 	var out []NodeStatus
@@ -76,7 +95,53 @@ func (r *Router) Status() Status {
 	if l := r.lastRefresh.Load(); l != nil {
 		st.LastRefresh = *l
 	}
+	now := r.clock.Now()
+	r.departedMu.Lock()
+	defer r.departedMu.Unlock()
+	for _, addr := range slices.Sorted(maps.Keys(r.departed)) {
+		d := r.departed[addr]
+		if now.Sub(d.since) > DepartedFor {
+			delete(r.departed, addr)
+			continue
+		}
+		st.Nodes = append(st.Nodes, NodeStatus{Addr: addr, Role: d.role, Shard: d.shard, State: StateGone, LagSeconds: -1,
+			EjectReason: "not in the slot map", EjectedAt: d.since})
+	}
 	return st
+}
+
+// noteDeparted records the nodes of old that are not in now, and forgets
+// the ones that are back.
+func (r *Router) noteDeparted(old, now *topology) {
+	in := map[string]bool{}
+	for _, n := range now.nodes {
+		in[n.addr] = true
+	}
+	r.departedMu.Lock()
+	defer r.departedMu.Unlock()
+	if r.departed == nil {
+		r.departed = map[string]departed{}
+	}
+	for addr := range r.departed {
+		if in[addr] {
+			delete(r.departed, addr)
+		}
+	}
+	for i, s := range old.shards {
+		for k, n := range s.nodes() {
+			if in[n.addr] {
+				continue
+			}
+			if _, known := r.departed[n.addr]; known {
+				continue
+			}
+			role := "replica"
+			if k == 0 {
+				role = "primary"
+			}
+			r.departed[n.addr] = departed{shard: i, role: role, since: now.at}
+		}
+	}
 }
 
 func (r *Router) nodeStatus(n *node, shard int, primary bool, now time.Time) NodeStatus {

@@ -14,7 +14,7 @@ import (
 // out and why, how stale the slot map is, and what replication reports.
 func TestStatusSaysWhichNodeIsOutAndWhy(t *testing.T) {
 	c := clustertest.Start(t)
-	ctx := ctxFor(t, 60*time.Second)
+	ctx := ctxFor(t, 120*time.Second)
 	r := newRouter(t, c)
 	st := r.Status()
 	if st.LastRefresh.Reason != "initial" || !st.LastRefresh.OK || st.SlotMapAt.IsZero() {
@@ -61,6 +61,13 @@ func TestStatusSaysWhichNodeIsOutAndWhy(t *testing.T) {
 			t.Errorf("%s ejected too (%s), only %s was killed", addr, n.EjectReason, victim.Addr)
 		}
 	}
+	// The cluster marks it failed and leaves it out of CLUSTER SLOTS: it
+	// stays listed, as gone, rather than vanish from an operator's view.
+	waitFor(t, 40*time.Second, victim.Addr+" reported gone", func() bool {
+		r.Exec(ctx, reads)
+		n, ok := byAddr()[victim.Addr]
+		return ok && n.State == redisroute.StateGone && n.Shard == 0 && n.Role == "replica" && !n.EjectedAt.IsZero()
+	})
 	if err := victim.Restart(ctx); err != nil {
 		t.Fatal(err)
 	}
