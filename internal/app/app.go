@@ -83,7 +83,10 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, opts ...Option) (*Ap
 		a.router.Close()
 		return nil, err
 	}
-	// What /readyz answers, for alerts: a scrape runs the same check.
+	// What /readyz answers, for alerts: a scrape runs the same check. It
+	// has a registry of its own, served with the others on /metrics, so
+	// that the console's sampler (once a second) does not probe Redis too.
+	readyReg := prometheus.NewRegistry()
 	ready := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "apollo_ready",
 		Help: "1 while /readyz would answer 200: not draining, and some Redis shard answers."}, func() float64 {
 		if a.draining.Load() || a.ready(context.Background()) != nil {
@@ -91,7 +94,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, opts ...Option) (*Ap
 		}
 		return 1
 	})
-	if err := a.reg.Register(ready); err != nil {
+	if err := readyReg.Register(ready); err != nil {
 		a.router.Close()
 		return nil, err
 	}
@@ -101,7 +104,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, opts ...Option) (*Ap
 		a.router.Close()
 		return nil, err
 	}
-	deps := httpapi.AdminDeps{Gatherer: a.reg, Ready: a.ready, Draining: a.draining.Load, Log: log,
+	deps := httpapi.AdminDeps{Gatherer: prometheus.Gatherers{a.reg, readyReg}, Ready: a.ready, Draining: a.draining.Load, Log: log,
 		Spampede: a.rules, Now: time.Now, Token: cfg.AdminToken, Cmdline: cfg.Cmdline, Console: a.console.Handler()}
 	a.api = &http.Server{Handler: handler, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second,
 		WriteTimeout: 40 * time.Second, IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10}

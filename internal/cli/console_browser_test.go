@@ -229,12 +229,35 @@ func TestTheConsoleShowsTheClusterLiveInABrowser(t *testing.T) {
 	if errText != "" {
 		t.Errorf("the fault panel reported: %s", errText)
 	}
-	// Through the kill, the hang and the rain, the rider reads kept
-	// succeeding: the page's count of 5xx answers is /metrics', and 0.
+	// Through the kill, the hang and the rain, every call succeeded: the
+	// page's count of API calls answered 5xx is /metrics', and 0 on every
+	// instance; the rider app's reads and the rainstorm's bookings all
+	// got their answer (a 429 from Spampede is an answer).
 	waitPage(5*time.Second, "the traffic figures", `document.querySelector('[data-key="traffic.totals.calls_2xx"]').textContent !== "0"`)
 	fivexx, _ := page(`document.querySelector('[data-key="traffic.totals.calls_5xx"]').textContent`).(string)
 	if want := fmt.Sprint(sumMetric(t, st.AdminURL, `apollo_http_requests_total{code="5`)); fivexx != want || fivexx != "0" {
 		t.Errorf("the console counts %s API calls answered 5xx, /metrics %s; want 0", fivexx, want)
+	}
+	for _, admin := range st.AdminURLs[1:] {
+		if n := sumMetric(t, admin, `apollo_http_requests_total{code="5`); n != 0 {
+			t.Errorf("%s answered %g API calls 5xx", admin, n)
+		}
+	}
+	var fs struct {
+		Faults struct {
+			Reads     struct{ Sent, OK, Failed int64 } `json:"reads"`
+			Rainstorm struct{ Sent, Failed int64 }     `json:"rainstorm"`
+		} `json:"faults"`
+	}
+	if err := json.Unmarshal([]byte(get(t, st.AdminURL+"/console/api/state")), &fs); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("rider reads: %+v; rainstorm: %+v", fs.Faults.Reads, fs.Faults.Rainstorm)
+	if r := fs.Faults.Reads; r.Sent == 0 || r.Failed != 0 {
+		t.Errorf("the rider app's reads: %d sent, %d failed; want some, none failed", r.Sent, r.Failed)
+	}
+	if r := fs.Faults.Rainstorm; r.Sent == 0 || r.Failed != 0 {
+		t.Errorf("the rainstorm's bookings: %d sent, %d failed; want some, none failed", r.Sent, r.Failed)
 	}
 	if p := problems(); len(p) > 0 {
 		t.Errorf("the browser reported problems:\n%s", strings.Join(p, "\n"))

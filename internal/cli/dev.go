@@ -111,6 +111,8 @@ func runDev(ctx context.Context, e env, args []string) error {
 		closeAll()
 		return err
 	}
+	// The rain stops with Ctrl-C, before the instances drain, not after.
+	defer context.AfterFunc(ctx, faults.stop)()
 	defer faults.stop()
 	fleet, err := sim.NewFleet(fcfg, &roundRobin{apps: apps})
 	if err != nil {
@@ -137,6 +139,7 @@ func runDev(ctx context.Context, e env, args []string) error {
 		}
 		reads := newDevReads(apis, fcfg.Size)
 		reads.every = time.Duration(float64(time.Second) / *readsPerSecond)
+		faults.reads.Store(reads)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

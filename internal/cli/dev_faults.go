@@ -18,6 +18,7 @@ import (
 type devFaults struct {
 	cluster *localcluster.Cluster
 	storm   atomic.Pointer[sim.Rainstorm] // set once the instances run
+	reads   atomic.Pointer[devReads]      // likewise, unless reads are off
 }
 
 var _ console.Faults = (*devFaults)(nil)
@@ -32,6 +33,9 @@ func (f *devFaults) View() console.FaultsView {
 	if s := f.storm.Load(); s != nil {
 		c := s.Counts()
 		v.Rainstorm.On, v.Rainstorm.Sent, v.Rainstorm.Created, v.Rainstorm.Rejected, v.Rainstorm.Failed = s.On(), c.Sent, c.Created, c.Rejected, c.Failed
+	}
+	if r := f.reads.Load(); r != nil {
+		v.Reads = console.ReadsView{Sent: r.sent.Load(), OK: r.ok.Load(), Failed: r.failed.Load()}
 	}
 	return v
 }

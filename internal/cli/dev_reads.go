@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/apollo-platform/apollo/internal/sim"
@@ -23,6 +24,8 @@ type devReads struct {
 	every   time.Duration
 	batch   int
 	client  *http.Client
+
+	sent, ok, failed atomic.Int64 // failed: not answered 200, or not answered
 }
 
 func newDevReads(apis []string, drivers int) *devReads {
@@ -56,10 +59,19 @@ func (d *devReads) read(ctx context.Context, api string, rng *rand.Rand) {
 		return
 	}
 	req.Header.Set("Content-Type", "application/json")
+	d.sent.Add(1)
 	resp, err := d.client.Do(req)
 	if err != nil {
-		return // the console shows the API's answers; a refused call is in its logs
+		if ctx.Err() == nil {
+			d.failed.Add(1)
+		}
+		return
 	}
 	_, _ = io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
+	if resp.StatusCode == http.StatusOK {
+		d.ok.Add(1)
+	} else {
+		d.failed.Add(1)
+	}
 }

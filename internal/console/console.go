@@ -54,9 +54,8 @@ type Console struct {
 	d   Deps
 	now func() time.Time
 
-	mu        sync.Mutex
-	viewCache []redisstore.PartitionView
-	viewAt    time.Time
+	mu    sync.Mutex
+	fleet fleetRead // under mu
 }
 
 // New returns the console; Run starts its background work.

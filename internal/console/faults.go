@@ -34,6 +34,16 @@ var (
 type FaultsView struct {
 	Nodes     []FaultNode   `json:"nodes"`
 	Rainstorm RainstormView `json:"rainstorm"`
+	// Reads are the dev rider app's batch reads through every instance's
+	// API: what a newcomer watches not fail.
+	Reads ReadsView `json:"reads"`
+}
+
+// ReadsView counts the rider app's reads.
+type ReadsView struct {
+	Sent   int64 `json:"sent"`
+	OK     int64 `json:"ok"`     // answered 200
+	Failed int64 `json:"failed"` // answered otherwise, or not answered
 }
 
 // FaultNode is a Redis process of the dev cluster.

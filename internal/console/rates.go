@@ -7,28 +7,53 @@ import (
 
 var inf = math.Inf(1)
 
-// rate is the per-second increase of a counter total between two samples,
-// 0 across a reset (a restarted process starts its counters again).
+// increase is how much name's counters matching where grew between two
+// samples, summed series by series: a counter that went down was reset (a
+// restart) and grew from zero, as PromQL's increase() counts it; a series
+// absent from old has no known increase yet. There is no extrapolation to
+// the window's edges: the samples are the window.
+func increase(old, cur sample, name string, where map[string]string) float64 {
+	was := map[string]float64{}
+	for _, x := range old.series {
+		if x.name == name && x.has(where) {
+			was[x.key] = x.value
+		}
+	}
+	sum := 0.0
+	for _, x := range cur.series {
+		if x.name != name || !x.has(where) {
+			continue
+		}
+		prev, ok := was[x.key]
+		switch {
+		case !ok:
+		case x.value < prev:
+			sum += x.value
+		default:
+			sum += x.value - prev
+		}
+	}
+	return sum
+}
+
+// rate is increase per second: sum(rate()) over the same two samples.
 func rate(old, cur sample, name string, where map[string]string) float64 {
 	dt := cur.at.Sub(old.at).Seconds()
-	d := cur.total(name, where) - old.total(name, where)
-	if dt <= 0 || d < 0 {
+	if dt <= 0 {
 		return 0
 	}
-	return d / dt
+	return increase(old, cur, name, where) / dt
 }
 
 // ratesByLabel is rate per value of label.
 func ratesByLabel(old, cur sample, name, label string, where map[string]string) map[string]float64 {
-	dt := cur.at.Sub(old.at).Seconds()
-	was := old.byLabel(name, label, where)
 	out := map[string]float64{}
-	for k, v := range cur.byLabel(name, label, where) {
-		if d := v - was[k]; dt > 0 && d > 0 {
-			out[k] = d / dt
-		} else {
-			out[k] = 0
+	for v := range cur.byLabel(name, label, where) {
+		w := map[string]string{label: v}
+		for k, x := range where {
+			w[k] = x
 		}
+		out[v] = rate(old, cur, name, w)
 	}
 	return out
 }
@@ -46,8 +71,8 @@ func quantile(q float64, old, cur sample, name string, where map[string]string) 
 	delta := make([]float64, len(now))
 	for i := range now {
 		delta[i] = now[i]
-		if len(was) == len(now) {
-			delta[i] -= was[i]
+		if len(was) == len(now) && was[len(was)-1] <= now[len(now)-1] {
+			delta[i] -= was[i] // else a reset: everything counted is new
 		}
 	}
 	return bucketQuantile(q, bounds, delta)

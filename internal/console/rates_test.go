@@ -29,10 +29,11 @@ func TestBucketQuantileInterpolatesAsPrometheusDoes(t *testing.T) {
 	}
 }
 
-func TestRateIsPerSecondAndZeroAcrossAReset(t *testing.T) {
+func TestRateIsPerSecondSeriesBySeriesAndCountsAResetFromZero(t *testing.T) {
 	at := time.Unix(1000, 0)
 	s := func(dt time.Duration, v float64) sample {
-		return sample{at: at.Add(dt), series: []series{{name: "c", labels: map[string]string{"k": "a"}, value: v}, {name: "c", labels: map[string]string{"k": "b"}, value: 1}}}
+		return sample{at: at.Add(dt), series: []series{{name: "c", key: "k=a", labels: map[string]string{"k": "a"}, value: v},
+			{name: "c", key: "k=b", labels: map[string]string{"k": "b"}, value: 1}}}
 	}
 	if got := rate(s(0, 10), s(2*time.Second, 30), "c", map[string]string{"k": "a"}); got != 10 {
 		t.Errorf("rate over 2 s of +20 = %g, want 10", got)
@@ -40,8 +41,16 @@ func TestRateIsPerSecondAndZeroAcrossAReset(t *testing.T) {
 	if got := rate(s(0, 10), s(2*time.Second, 30), "c", nil); got != 10 {
 		t.Errorf("rate of the sum = %g, want 10 (b did not move)", got)
 	}
-	if got := rate(s(0, 30), s(time.Second, 5), "c", map[string]string{"k": "a"}); got != 0 {
-		t.Errorf("rate across a reset = %g, want 0", got)
+	if got := rate(s(0, 30), s(time.Second, 5), "c", map[string]string{"k": "a"}); got != 5 {
+		t.Errorf("rate across a reset = %g, want 5 (counted from zero, as increase() does)", got)
+	}
+	if got := rate(s(0, 30), s(time.Second, 5), "c", nil); got != 5 {
+		t.Errorf("rate of the sum across a's reset = %g, want 5: b did not move, a grew by 5 from zero", got)
+	}
+	appeared := s(time.Second, 7)
+	appeared.series = append(appeared.series, series{name: "c", key: "k=new", labels: map[string]string{"k": "new"}, value: 100})
+	if got := rate(s(0, 7), appeared, "c", nil); got != 0 {
+		t.Errorf("rate with a series that appeared = %g, want 0: its increase is not known yet", got)
 	}
 	pts := perSecond([]sample{s(0, 0), s(time.Second, 5), s(2*time.Second, 5)}, "c", map[string]string{"k": "a"})
 	if len(pts) != 2 || pts[0].V != 5 || pts[1].V != 0 {

@@ -16,6 +16,7 @@ import (
 // value, or a histogram's cumulative buckets.
 type series struct {
 	name   string
+	key    string // the label set, canonical: one series of name per key
 	labels map[string]string
 	value  float64
 	bounds []float64 // histogram upper bounds, +Inf last
@@ -122,9 +123,13 @@ func (s *Sampler) Sample() {
 		// Gather returns what it could alongside the error: use it.
 		s.log.Debug("console: gathering metrics", "err", err)
 	}
-	smp := sample{at: s.now(), series: flatten(mfs)}
+	series := flatten(mfs)
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	smp := sample{at: s.now(), series: series}
+	if n := len(s.samples); n > 0 && !smp.at.After(s.samples[n-1].at) {
+		return // a clock step back, or two samplers: keep the samples in order
+	}
 	s.samples = append(s.samples, smp)
 	if over := len(s.samples) - s.keep; over > 0 {
 		s.samples = slices.Delete(s.samples, 0, over)
@@ -132,11 +137,13 @@ func (s *Sampler) Sample() {
 }
 
 // window returns the latest sample and the one closest to d before it
-// (the oldest kept if none is that old); ok is false with fewer than two.
+// (the oldest kept if none is that old; the latest itself when it is the
+// only one, so that totals show and rates are 0); ok is false before the
+// first sample.
 func (s *Sampler) window(d time.Duration) (old, cur sample, ok bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if len(s.samples) < 2 {
+	if len(s.samples) == 0 {
 		return sample{}, sample{}, false
 	}
 	cur = s.samples[len(s.samples)-1]
@@ -177,9 +184,12 @@ func flatten(mfs []*dto.MetricFamily) []series {
 		}
 		for _, m := range mf.GetMetric() {
 			x := series{name: name, labels: make(map[string]string, len(m.GetLabel()))}
-			for _, l := range m.GetLabel() {
+			var key strings.Builder
+			for _, l := range m.GetLabel() { // sorted by name, as Gather returns them
 				x.labels[l.GetName()] = l.GetValue()
+				key.WriteString(l.GetName() + "=" + l.GetValue() + "\x00")
 			}
+			x.key = key.String()
 			switch {
 			case m.Counter != nil:
 				x.value = m.GetCounter().GetValue()

@@ -152,11 +152,7 @@ const maxTripped = 200
 func (c *Console) state(ctx context.Context) State {
 	now := c.now()
 	st := State{At: now, Instance: c.d.Instance}
-	old, cur, ok := c.d.Sampler.window(window)
-	if !ok {
-		c.d.Sampler.Sample()
-		old, cur, _ = c.d.Sampler.window(window)
-	}
+	old, cur, _ := c.d.Sampler.window(window)
 	st.Cluster = c.cluster(old, cur, now)
 	st.Traffic = traffic(old, cur)
 	st.Pipeline = Pipeline{Figures: figuresByLabel(old, cur, "apollo_bookings_total", "outcome")}
@@ -225,20 +221,14 @@ func traffic(old, cur sample) Figures {
 		f.Totals[k.key] = cur.total(k.name, k.where)
 		f.PerSecond[k.key] = rate(old, cur, k.name, k.where)
 	}
-	now := cur.byLabel("apollo_http_requests_total", "code", nil)
-	was := old.byLabel("apollo_http_requests_total", "code", nil)
 	for _, class := range []string{"2xx", "4xx", "5xx"} {
 		f.Totals["calls_"+class], f.PerSecond["calls_"+class] = 0, 0
 	}
-	dt := cur.at.Sub(old.at).Seconds()
-	for code, v := range now {
-		class := codeClass(code)
-		if class == "" {
-			continue
-		}
-		f.Totals["calls_"+class] += v
-		if d := v - was[code]; dt > 0 && d > 0 {
-			f.PerSecond["calls_"+class] += d / dt
+	rates := ratesByLabel(old, cur, "apollo_http_requests_total", "code", nil)
+	for code, v := range cur.byLabel("apollo_http_requests_total", "code", nil) {
+		if class := codeClass(code); class != "" {
+			f.Totals["calls_"+class] += v
+			f.PerSecond["calls_"+class] += rates[code]
 		}
 	}
 	return f
@@ -271,9 +261,10 @@ func figuresByLabel(old, cur sample, name, label string) Figures {
 // partitions fills in the fleet's open bookings, read from Redis at most
 // once a second however many pages are open.
 func (c *Console) partitions(ctx context.Context, p *Pipeline, now time.Time) error {
-	view, err := c.view(ctx, now)
-	if err != nil {
-		return err
+	f := c.fleetState(ctx, now)
+	view := f.view
+	if f.viewErr != nil && len(view) == 0 {
+		return f.viewErr
 	}
 	owners := map[string]*Owner{}
 	for _, b := range ageBands {
@@ -312,23 +303,42 @@ func (c *Console) partitions(ctx context.Context, p *Pipeline, now time.Time) er
 		p.Owners = append(p.Owners, *o)
 	}
 	slices.SortFunc(p.Owners, func(a, b Owner) int { return cmp.Compare(a.Instance, b.Instance) })
-	return nil
+	return f.viewErr // some partitions unread: the rest are shown
 }
 
-// view is the cached partition view, refreshed when older than a second.
-func (c *Console) view(ctx context.Context, now time.Time) ([]redisstore.PartitionView, error) {
+// fleetEvery is how often the console reads the fleet's state in Redis,
+// however many pages poll it: about 3 commands a partition and one per
+// member, each time.
+const fleetEvery = 2 * time.Second
+
+// fleetRead is what the console last read of the fleet, errors included,
+// so that a Redis outage costs one attempt per fleetEvery, not one per poll.
+type fleetRead struct {
+	at       time.Time
+	view     []redisstore.PartitionView
+	viewErr  error
+	members  []string
+	about    map[string][]byte
+	aboutErr error
+}
+
+// fleetState is the cached fleet read, read again when older than
+// fleetEvery. Polls wait for a read in progress rather than start another.
+func (c *Console) fleetState(ctx context.Context, now time.Time) fleetRead {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.viewAt.IsZero() || now.Sub(c.viewAt) >= time.Second || now.Before(c.viewAt) {
-		ctx, cancel := context.WithTimeout(ctx, time.Second)
-		defer cancel()
-		v, err := c.d.Fleet.View(ctx)
-		if err != nil {
-			return nil, err
-		}
-		c.viewCache, c.viewAt = v, now
+	if !c.fleet.at.IsZero() && now.Sub(c.fleet.at) < fleetEvery && !now.Before(c.fleet.at) {
+		return c.fleet
 	}
-	return c.viewCache, nil
+	ctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	f := fleetRead{at: now}
+	f.view, f.viewErr = c.d.Fleet.View(ctx)
+	if f.members, f.aboutErr = c.d.Fleet.Members(ctx, now); f.aboutErr == nil {
+		f.about, f.aboutErr = c.d.Fleet.Announcements(ctx, f.members)
+	}
+	c.fleet = f
+	return f
 }
 
 func (c *Console) spampede(ctx context.Context, old, cur sample, now time.Time, problems *[]string) SpampedeView {
@@ -350,26 +360,19 @@ func (c *Console) spampede(ctx context.Context, old, cur sample, now time.Time, 
 // instances lists the rules version in force on every member of the fleet,
 // this one from its own filter, the others from their announcements.
 func (c *Console) instances(ctx context.Context, now time.Time, own int64) ([]InstanceRules, error) {
-	self := InstanceRules{Instance: c.d.Instance, RulesVersion: own, Self: true, Known: true}
-	ctx, cancel := context.WithTimeout(ctx, time.Second)
-	defer cancel()
-	ids, err := c.d.Fleet.Members(ctx, now)
-	if err != nil {
-		return []InstanceRules{self}, err
-	}
-	about, err := c.d.Fleet.Announcements(ctx, ids)
-	out := []InstanceRules{self}
-	for _, id := range ids {
+	f := c.fleetState(ctx, now)
+	out := []InstanceRules{{Instance: c.d.Instance, RulesVersion: own, Self: true, Known: true}}
+	for _, id := range f.members {
 		if id == c.d.Instance {
 			continue
 		}
 		ir := InstanceRules{Instance: id}
 		var a announcement
-		if raw, ok := about[id]; ok && json.Unmarshal(raw, &a) == nil {
+		if raw, ok := f.about[id]; ok && json.Unmarshal(raw, &a) == nil {
 			ir.RulesVersion, ir.Known = a.RulesVersion, true
 		}
 		out = append(out, ir)
 	}
 	slices.SortFunc(out[1:], func(a, b InstanceRules) int { return cmp.Compare(a.Instance, b.Instance) })
-	return out, err
+	return out, f.aboutErr
 }

@@ -3,19 +3,33 @@ package redisroute_test
 import (
 	"context"
 	"math/rand/v2"
+	"sync"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/redis/rueidis"
 
+	"github.com/apollo-platform/apollo/internal/capacity"
 	"github.com/apollo-platform/apollo/internal/drill"
+	"github.com/apollo-platform/apollo/internal/localcluster"
 	"github.com/apollo-platform/apollo/internal/localcluster/clustertest"
 	"github.com/apollo-platform/apollo/internal/redisroute"
 )
 
 // BenchmarkPipeline20HMGET is the steady-state throughput of the 2019 call,
-// pipelines of 20 HMGET read from replicas, for Apollo and for a plain
-// go-redis v9 ClusterClient with ReadOnly, on the same cluster in the same run.
-// Run: go test -run '^$' -bench Pipeline20HMGET -benchtime 5s ./internal/redisroute/
+// pipelines of 20 HMGET, on the same cluster in the same run, for:
+//   - Apollo, replica-preferred (one replica per shard: 3 nodes a call) and
+//     on primaries;
+//   - go-redis v9's ClusterClient on primaries (the plain client with
+//     Apollo's fan-out) and with ReadOnly (replica reads, up to 6 nodes);
+//   - rueidis on primaries and sending reads to replicas;
+//   - raw pipelines: go-redis Clients, one per replica, each call's keys
+//     grouped by the replica of their shard and sent at once, with no
+//     cluster logic at all: how close to this machine's limit each is.
+//
+// Each row reports calls/s and the CPU time of this process per call (the
+// load generator's share is the same in every row; Redis is other
+// processes). Run: go test -run '^$' -bench Pipeline20HMGET -benchtime 5s -count 3 ./internal/redisroute/
 func BenchmarkPipeline20HMGET(b *testing.B) {
 	c := clustertest.Start(b)
 	keys := seed(b, c)
@@ -31,16 +45,24 @@ func BenchmarkPipeline20HMGET(b *testing.B) {
 			r := newRouter(b, c, func(cfg *redisroute.Config) { cfg.Policy = redisroute.Primary })
 			return apolloReader(r), func() { r.Close() }
 		}},
+		{"go-redis-v9-primary", func() (drill.Reader, func()) {
+			cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.Addrs()[:1]})
+			return goRedisReader(cc), func() { cc.Close() }
+		}},
 		{"go-redis-v9-readonly", func() (drill.Reader, func()) {
 			cc := newGoRedis(c)
 			return goRedisReader(cc), func() { cc.Close() }
 		}},
+		{"rueidis-primary", func() (drill.Reader, func()) { return rueidisReader(b, c, false) }},
+		{"rueidis-replicas", func() (drill.Reader, func()) { return rueidisReader(b, c, true) }},
+		{"raw-pipelines-upper-bound", func() (drill.Reader, func()) { return rawReader(b, c) }},
 	}
 	for _, rd := range readers {
 		b.Run(rd.name, func(b *testing.B) {
 			read, closeFn := rd.open()
 			defer closeFn()
 			b.SetParallelism(8) // 16 callers on 2 cores, as in the drills
+			cpu := capacity.SelfCPU()
 			b.ResetTimer()
 			b.RunParallel(func(pb *testing.PB) {
 				rng := rand.New(rand.NewPCG(rand.Uint64(), 1))
@@ -55,8 +77,98 @@ func BenchmarkPipeline20HMGET(b *testing.B) {
 				}
 			})
 			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "calls/s")
+			b.ReportMetric((capacity.SelfCPU()-cpu)*1e6/float64(b.N), "cpu-µs/call")
 		})
 	}
+}
+
+// rueidisReader is rueidis's cluster client, reading from primaries or,
+// with replicas, sending every read-only command to a replica.
+func rueidisReader(b *testing.B, c *localcluster.Cluster, replicas bool) (drill.Reader, func()) {
+	opt := rueidis.ClientOption{InitAddress: c.Addrs()[:1], Username: c.Config().User, Password: c.Config().Password,
+		DisableCache: true}
+	if replicas {
+		opt.SendToReplicas = func(cmd rueidis.Completed) bool { return cmd.IsReadOnly() }
+	}
+	cl, err := rueidis.NewClient(opt)
+	if err != nil {
+		b.Fatalf("rueidis: %v", err)
+	}
+	return func(ctx context.Context, keys []string) int {
+		cmds := make(rueidis.Commands, len(keys))
+		for i, k := range keys {
+			cmds[i] = cl.B().Hmget().Key(k).Field("status", "lat", "lng").Build()
+		}
+		ok := 0
+		for _, res := range cl.DoMulti(ctx, cmds...) {
+			if res.Error() == nil {
+				ok++
+			}
+		}
+		return ok
+	}, cl.Close
+}
+
+// rawReader sends each call's HMGETs straight to the first replica of
+// their shard, one pipeline per node, all at once: the cost of the wire
+// and of Redis with no routing, hedging or bookkeeping on top.
+func rawReader(b *testing.B, c *localcluster.Cluster) (drill.Reader, func()) {
+	ctx := context.Background()
+	cc := newGoRedis(c)
+	defer cc.Close()
+	slots, err := cc.ClusterSlots(ctx).Result()
+	if err != nil {
+		b.Fatal(err)
+	}
+	clients := map[string]*redis.Client{}
+	var nodeOf [16384]*redis.Client
+	for _, s := range slots {
+		addr := s.Nodes[len(s.Nodes)-1].Addr // a replica
+		if clients[addr] == nil {
+			clients[addr] = redis.NewClient(&redis.Options{Addr: addr, Username: c.Config().User, Password: c.Config().Password,
+				OnConnect: func(ctx context.Context, cn *redis.Conn) error { return cn.ReadOnly(ctx).Err() }})
+		}
+		for slot := s.Start; slot <= s.End; slot++ {
+			nodeOf[slot] = clients[addr]
+		}
+	}
+	return func(ctx context.Context, keys []string) int {
+			groups := map[*redis.Client][]string{}
+			for _, k := range keys {
+				n := nodeOf[redisroute.Slot(k)]
+				groups[n] = append(groups[n], k)
+			}
+			var mu sync.Mutex
+			var wg sync.WaitGroup
+			ok := 0
+			for n, ks := range groups {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					cmds, _ := n.Pipelined(ctx, func(p redis.Pipeliner) error {
+						for _, k := range ks {
+							p.HMGet(ctx, k, "status", "lat", "lng")
+						}
+						return nil
+					})
+					good := 0
+					for _, cmd := range cmds {
+						if cmd.Err() == nil {
+							good++
+						}
+					}
+					mu.Lock()
+					ok += good
+					mu.Unlock()
+				}()
+			}
+			wg.Wait()
+			return ok
+		}, func() {
+			for _, cl := range clients {
+				cl.Close()
+			}
+		}
 }
 
 // BenchmarkFreshRead is what confirming a read costs: one HMGET from the

@@ -317,11 +317,11 @@ func (c *call) onHedge(a *attempt) {
 		return
 	}
 	if !c.r.hedges.withdraw() {
-		c.r.m.hedges.WithLabelValues("denied").Add(float64(len(open)))
+		c.r.m.hedgeDenied.Add(float64(len(open)))
 		return
 	}
 	a.hedged = true
-	c.r.m.hedges.WithLabelValues("sent").Add(float64(len(open)))
+	c.r.m.hedgeSent.Add(float64(len(open)))
 	c.launch(&attempt{node: n, idx: open, via: ViaHedge, confirm: suspectFallback(s, n)})
 }
 
@@ -473,13 +473,13 @@ func (c *call) retry(idx []int) {
 		return
 	}
 	if !c.r.retries.withdraw() {
-		c.r.m.retries.WithLabelValues("denied").Inc()
+		c.r.m.retryDenied.Inc()
 		for _, i := range idx {
 			c.finishErr(i, c.st[i].lastErr)
 		}
 		return
 	}
-	c.r.m.retries.WithLabelValues("sent").Inc()
+	c.r.m.retrySent.Inc()
 	c.dispatch(c.r.topo.Load(), idx, ViaRetry)
 }
 
@@ -506,16 +506,16 @@ func (c *call) finish(i int, res Result) {
 	c.res[i] = res
 	switch {
 	case res.Err == nil:
-		c.r.m.commands.WithLabelValues("ok").Inc()
+		c.r.m.cmdOK.Inc()
 		if res.Via == ViaHedge {
-			c.r.m.hedges.WithLabelValues("won").Inc()
+			c.r.m.hedgeWon.Inc()
 		}
 	case errors.Is(res.Err, ErrAmbiguous):
-		c.r.m.commands.WithLabelValues("ambiguous").Inc()
+		c.r.m.cmdAmbiguous.Inc()
 	case errors.Is(res.Err, ErrUnconfirmed), errors.Is(res.Err, ErrReadUnconfirmed):
-		c.r.m.commands.WithLabelValues("unconfirmed").Inc()
+		c.r.m.cmdUnconfirmed.Inc()
 	default:
-		c.r.m.commands.WithLabelValues("error").Inc()
+		c.r.m.cmdError.Inc()
 	}
 }
 

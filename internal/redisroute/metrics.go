@@ -23,6 +23,13 @@ type metrics struct {
 	// subscriptionsLost counts shard-channel subscriptions ended because
 	// messages may have been missed, by why.
 	subscriptionsLost *prometheus.CounterVec
+
+	// The label values of the request path, resolved once: a call counts
+	// every command, and a label lookup per command is a hash of its value.
+	cmdOK, cmdError, cmdAmbiguous, cmdUnconfirmed prometheus.Counter
+	hedgeSent, hedgeWon, hedgeDenied              prometheus.Counter
+	retrySent, retryDenied                        prometheus.Counter
+	fallbackSent, fallbackShed                    prometheus.Counter
 }
 
 type nodeMetrics struct {
@@ -69,20 +76,13 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "apollo_redis_subscriptions_lost_total", Help: "Shard-channel subscriptions ended because messages may have been missed: resubscribed (reconnect), moved (slot owner changed), ejected (node), closed.",
 		}, []string{"why"}),
 	}
-	// Every label value known in advance from the start, so that rules
-	// and dashboards read 0, not an absent series, while nothing happens.
-	for _, o := range []string{"sent", "shed"} {
-		m.fallbacks.WithLabelValues(o)
-	}
-	for _, r := range []string{"ok", "error", "ambiguous", "unconfirmed"} {
-		m.commands.WithLabelValues(r)
-	}
-	for _, o := range []string{"sent", "won", "denied"} {
-		m.hedges.WithLabelValues(o)
-	}
-	for _, o := range []string{"sent", "denied"} {
-		m.retries.WithLabelValues(o)
-	}
+	// Every label value known in advance exists from the start, so that
+	// rules and dashboards read 0, not an absent series, while nothing happens.
+	m.fallbackSent, m.fallbackShed = m.fallbacks.WithLabelValues("sent"), m.fallbacks.WithLabelValues("shed")
+	m.cmdOK, m.cmdError = m.commands.WithLabelValues("ok"), m.commands.WithLabelValues("error")
+	m.cmdAmbiguous, m.cmdUnconfirmed = m.commands.WithLabelValues("ambiguous"), m.commands.WithLabelValues("unconfirmed")
+	m.hedgeSent, m.hedgeWon, m.hedgeDenied = m.hedges.WithLabelValues("sent"), m.hedges.WithLabelValues("won"), m.hedges.WithLabelValues("denied")
+	m.retrySent, m.retryDenied = m.retries.WithLabelValues("sent"), m.retries.WithLabelValues("denied")
 	if reg == nil {
 		return m, nil
 	}

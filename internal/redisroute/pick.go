@@ -61,10 +61,10 @@ func (r *Router) pickRead(s *shard, n int, exclude []*node) (*node, Via, error) 
 		}
 		if usable(s.primary) {
 			if s.primary.fallback != nil && !s.primary.fallback.AllowN(now, n) {
-				r.m.fallbacks.WithLabelValues("shed").Add(float64(n))
+				r.m.fallbackShed.Add(float64(n))
 				return nil, "", errPrimaryCapped
 			}
-			r.m.fallbacks.WithLabelValues("sent").Add(float64(n))
+			r.m.fallbackSent.Add(float64(n))
 			return s.primary, ViaFallback, nil
 		}
 	}

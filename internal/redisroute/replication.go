@@ -105,6 +105,7 @@ type verdict struct {
 	reason string
 	lag    int  // seconds since the replica's last acknowledgement, as its primary lists it
 	listed bool // lag is known: the primary listed the replica
+	at     time.Time
 }
 
 // Reasons a replica is behind, or serves reads again.
@@ -266,6 +267,7 @@ func (r *Router) setBehind(n *node, v verdict) {
 	if !v.listed {
 		v.lag = -1
 	}
+	v.at = r.clock.Now()
 	n.repl.Store(&v)
 	// Exported on every verdict, so a replica in step reads 0, not absent.
 	behind := 0.0

@@ -49,6 +49,9 @@ type NodeStatus struct {
 	// ("caught up", "its replication link is down", ...); empty before the
 	// first check and for a primary.
 	Replication string `json:"replication,omitempty"`
+	// ReplicationAt is when that finding was made: a replica that stops
+	// answering keeps its last one.
+	ReplicationAt time.Time `json:"replication_at,omitzero"`
 	// LagSeconds is how old the replica's last acknowledgement was, as its
 	// primary reported it; -1 when not known.
 	LagSeconds int `json:"lag_seconds"`
@@ -122,8 +125,8 @@ func (r *Router) noteDeparted(old, now *topology) {
 	if r.departed == nil {
 		r.departed = map[string]departed{}
 	}
-	for addr := range r.departed {
-		if in[addr] {
+	for addr, d := range r.departed {
+		if in[addr] || now.at.Sub(d.since) > DepartedFor {
 			delete(r.departed, addr)
 		}
 	}
@@ -145,17 +148,20 @@ func (r *Router) noteDeparted(old, now *topology) {
 }
 
 func (r *Router) nodeStatus(n *node, shard int, primary bool, now time.Time) NodeStatus {
-	ns := NodeStatus{Addr: n.addr, Role: "replica", Shard: shard, Healthy: n.healthy(),
+	ns := NodeStatus{Addr: n.addr, Role: "replica", Shard: shard,
 		Latency: n.latency(), Inflight: n.inflight.Load(), LagSeconds: -1, State: StateHealthy}
 	if primary {
 		ns.Role = "primary"
 	} else {
 		ns.Behind = n.behind.Load()
 		if v := n.repl.Load(); v != nil {
-			ns.Replication, ns.LagSeconds = v.reason, v.lag
+			ns.Replication, ns.ReplicationAt, ns.LagSeconds = v.reason, v.at, v.lag
 		}
 	}
+	// One snapshot of health: ejection and re-admission change these
+	// together under ejectMu.
 	r.ejectMu.Lock()
+	ns.Healthy = n.healthy()
 	probing := n.probeOK > 0
 	ns.EjectReason, ns.EjectedAt = n.ejectReason, n.ejectedAt
 	r.ejectMu.Unlock()

@@ -1,8 +1,10 @@
 package redisstore
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -24,6 +26,8 @@ type PartitionView struct {
 	// Created is when each of its first-due open bookings was created, up
 	// to View's sample per partition: all of them when Open is no more.
 	Created []time.Time `json:"-"`
+	// Unread: its shard did not answer; the other fields are empty.
+	Unread bool `json:"unread,omitempty"`
 }
 
 // viewSample bounds the bookings View reads the creation time of, over
@@ -31,10 +35,15 @@ type PartitionView struct {
 const viewSample = 512
 
 // View reads every partition's owner, open bookings, next due time and
-// the creation time of up to viewSample/partitions of its first-due open
-// bookings: two pipelines, for an operator's page, not a hot path.
+// the creation time of up to viewSample/partitions (at least one) of its
+// first-due open bookings: two pipelines, for an operator's page, not a hot
+// path. A partition whose shard does not answer is marked Unread and the
+// error says how many were; the others are read all the same.
 func (f *Fleet) View(ctx context.Context) ([]PartitionView, error) {
 	n := f.ps.Count()
+	if n == 0 {
+		return nil, nil
+	}
 	k := max(1, viewSample/n)
 	cmds := make([]redisroute.Cmd, 0, 3*n)
 	for p := range n {
@@ -42,13 +51,17 @@ func (f *Fleet) View(ctx context.Context) ([]PartitionView, error) {
 			redisroute.Read("ZRANGE", f.ps.OpenKey(p), 0, k-1, "WITHSCORES"))
 	}
 	res := f.r.Exec(ctx, cmds)
-	if err := res.Err(); err != nil {
-		return nil, storeErr(err)
-	}
 	out := make([]PartitionView, n)
 	var ids []string
 	var of []int // the partition of each of ids
+	unread, firstErr := 0, error(nil)
 	for p := range n {
+		if err := errors.Join(res[3*p].Err, res[3*p+1].Err, res[3*p+2].Err); err != nil {
+			out[p] = PartitionView{Partition: p, Unread: true}
+			unread++
+			firstErr = cmp.Or(firstErr, err)
+			continue
+		}
 		v := PartitionView{Partition: p, Open: anyInt(res[3*p+1].Val)}
 		if lease, ok := res[3*p].Val.(string); ok {
 			v.Owner = leaseOwner(lease)
@@ -66,24 +79,25 @@ func (f *Fleet) View(ctx context.Context) ([]PartitionView, error) {
 		}
 		out[p] = v
 	}
-	return out, f.created(ctx, out, ids, of)
+	f.created(ctx, out, ids, of)
+	if unread > 0 {
+		return out, fmt.Errorf("%d of %d partitions unread: %w", unread, n, storeErr(firstErr))
+	}
+	return out, nil
 }
 
 // created fills in the creation times of the bookings ids (of partitions
-// of); a booking that ended meanwhile is left out.
-func (f *Fleet) created(ctx context.Context, out []PartitionView, ids []string, of []int) error {
+// of); a booking that ended meanwhile, or whose shard did not answer, is
+// left out.
+func (f *Fleet) created(ctx context.Context, out []PartitionView, ids []string, of []int) {
 	if len(ids) == 0 {
-		return nil
+		return
 	}
 	cmds := make([]redisroute.Cmd, len(ids))
 	for i, id := range ids {
 		cmds[i] = redisroute.Read("HGET", bookingKey(id), "json")
 	}
-	res := f.r.Exec(ctx, cmds)
-	if err := res.Err(); err != nil {
-		return storeErr(err)
-	}
-	for i, r := range res {
+	for i, r := range f.r.Exec(ctx, cmds) {
 		raw, _ := r.Val.(string)
 		var b struct {
 			CreatedAt time.Time `json:"created_at"`
@@ -92,7 +106,6 @@ func (f *Fleet) created(ctx context.Context, out []PartitionView, ids []string, 
 			out[of[i]].Created = append(out[of[i]].Created, b.CreatedAt)
 		}
 	}
-	return nil
 }
 
 // leaseOwner is the instance of a lease value "<instance>:<fence>".

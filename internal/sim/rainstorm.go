@@ -58,11 +58,11 @@ type Rainstorm struct {
 	cfg RainstormConfig
 	b   Booker
 
-	mu     sync.Mutex
-	cancel context.CancelFunc
-	done   chan struct{}
-	rng    *rand.Rand // used by the one running rain loop only
-	n      atomic.Int64
+	mu      sync.Mutex
+	cancel  context.CancelFunc
+	done    chan struct{}
+	showers uint64 // under mu: each shower draws from its own generator
+	n       atomic.Int64
 
 	sent, created, rejected, failed atomic.Int64
 }
@@ -72,7 +72,7 @@ func NewRainstorm(cfg RainstormConfig, b Booker) (*Rainstorm, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	return &Rainstorm{cfg: cfg, b: b, rng: rand.New(rand.NewPCG(cfg.Seed, 13))}, nil
+	return &Rainstorm{cfg: cfg, b: b}, nil
 }
 
 // Config is the rainstorm's area and rate.
@@ -99,7 +99,8 @@ func (r *Rainstorm) Start() {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	r.cancel, r.done = cancel, make(chan struct{})
-	go r.rain(ctx, r.done)
+	r.showers++
+	go r.rain(ctx, r.done, rand.New(rand.NewPCG(r.cfg.Seed, r.showers)))
 }
 
 // Stop ends the rain and waits for the bookings in flight.
@@ -116,7 +117,7 @@ func (r *Rainstorm) Stop() {
 
 // rain books one ride every 1/PerSecond, each in its own goroutine so that
 // a slow booking does not slow the rain, until ctx ends.
-func (r *Rainstorm) rain(ctx context.Context, done chan struct{}) {
+func (r *Rainstorm) rain(ctx context.Context, done chan struct{}, rng *rand.Rand) {
 	defer close(done)
 	var wg sync.WaitGroup
 	defer wg.Wait()
@@ -128,7 +129,7 @@ func (r *Rainstorm) rain(ctx context.Context, done chan struct{}) {
 			return
 		case <-tick.C:
 		}
-		req := r.next()
+		req := r.next(rng)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -138,12 +139,12 @@ func (r *Rainstorm) rain(ctx context.Context, done chan struct{}) {
 }
 
 // next is the next rider's request: a pickup uniformly within the circle.
-func (r *Rainstorm) next() booking.Request {
+func (r *Rainstorm) next(rng *rand.Rand) booking.Request {
 	i := r.n.Add(1)
 	return booking.Request{
 		RiderID: fmt.Sprintf("rain-rider-%d", i), Service: r.cfg.Service,
-		Pickup:  inCircle(r.rng, r.cfg.Center, r.cfg.RadiusM),
-		Dropoff: inCircle(r.rng, r.cfg.Center, 5*r.cfg.RadiusM),
+		Pickup:  inCircle(rng, r.cfg.Center, r.cfg.RadiusM),
+		Dropoff: inCircle(rng, r.cfg.Center, 5*r.cfg.RadiusM),
 		// Unique per run of the process and per booking.
 		IdempotencyKey: fmt.Sprintf("rain-%d-%d", time.Now().UnixNano(), i),
 	}

@@ -51,7 +51,11 @@ function ago(iso, now) {
 function readToken() {
   const m = location.hash.match(/token=([^&]+)/);
   if (m) {
-    sessionStorage.setItem("apollo-admin-token", decodeURIComponent(m[1]));
+    try {
+      sessionStorage.setItem("apollo-admin-token", decodeURIComponent(m[1]));
+    } catch (e) {
+      // A malformed fragment: the fault panel asks for the token instead.
+    }
     history.replaceState(null, "", location.pathname);
   }
   token = sessionStorage.getItem("apollo-admin-token") || "";
@@ -101,7 +105,7 @@ function render(st) {
   const problems = $("#problems");
   problems.hidden = !(st.problems && st.problems.length);
   problems.textContent = (st.problems || []).join(" · ");
-  renderShards(c.shards);
+  renderShards(c.shards, st);
   renderFigures("#traffic-figures", "traffic", st.traffic, TRAFFIC_ROWS);
   renderFigures("#booking-figures", "pipeline", st.pipeline, BOOKING_ROWS);
   renderFigures("#spampede-figures", "spampede", st.spampede, SPAMPEDE_ROWS);
@@ -115,7 +119,13 @@ function nodeState(n) {
   return n.state;
 }
 
-function renderShards(shards) {
+function replication(n, now) {
+  if (!n.replication) return "not checked yet";
+  const age = (Date.parse(now) - Date.parse(n.replication_at)) / 1000;
+  return age > 5 ? `${n.replication} (${fmtAge(age)} ago: not answering since)` : n.replication;
+}
+
+function renderShards(shards, st) {
   const box = $("#shards");
   box.replaceChildren(...shards.map(s => {
     const rows = s.nodes.map(n => el("tr", { "data-node": n.addr, "data-state": nodeState(n), class: "node " + nodeState(n) },
@@ -126,7 +136,7 @@ function renderShards(shards) {
       el("td", { class: "num" }, fmtMs(n.p99_ms)),
       el("td", { class: "num" }, fmtRate(n.errors_per_s)),
       el("td", { class: "num" }, n.role === "replica" ? (n.lag_seconds >= 0 ? n.lag_seconds + " s" : "–") : ""),
-      el("td", { class: "dim" }, n.role === "replica" ? (n.replication || "not checked yet") : "")));
+      el("td", { class: "dim" }, n.role === "replica" ? replication(n, st.at) : "")));
     return el("div", { class: "shard", "data-shard": s.index },
       el("h3", {}, "shard " + s.index),
       el("table", {},
@@ -174,6 +184,7 @@ function renderPipeline(p) {
     el("td", { class: "mono" }, o.instance), el("td", { class: "num" }, o.partitions), el("td", { class: "num" }, o.open))));
   const owners = (p.owners || []).map(o => o.instance);
   $("#partitions").replaceChildren(...(p.partitions || []).map(x => {
+    if (x.unread) return el("div", { class: "part unread", title: `partition ${x.partition}: its shard did not answer`, "data-partition": x.partition }, "?");
     const cls = "part owner-" + (x.owner ? owners.indexOf(x.owner) % 8 : "none") + (x.overdue_seconds > 5 ? " overdue" : "");
     const title = `partition ${x.partition}: ${x.owner || "no owner"}, ${x.open} open` +
       (x.oldest_seconds > 0 ? `, the oldest read ${x.oldest_seconds.toFixed(1)} s old` : "") +
@@ -207,6 +218,9 @@ function renderFaults(f) {
   $("#fault-nodes tbody").replaceChildren(...f.nodes.map(n => el("tr", { "data-fault-node": n.addr },
     el("td", { class: "mono" }, n.addr), el("td", { class: "num" }, n.shard), el("td", {}, n.process),
     el("td", {}, ...["kill", "hang", "resume"].map(a => el("button", { type: "button", "data-action": a, "data-node": n.addr, onclick: () => nodeFault(a, n.addr) }, a))))));
+  const rd = f.reads;
+  $("#reads-text").textContent = `rider app: ${rd.sent} batch reads of 20 drivers sent through the API, ${rd.ok} answered 200, ${rd.failed} failed`;
+  $("#reads-text").dataset.failed = rd.failed;
   const r = f.rainstorm;
   $("#rain-text").textContent = r.on
     ? `raining: ${r.per_second} bookings/s within ${r.radius_m} m of (${r.lat}, ${r.lng}); ${r.sent} sent, ${r.created} created, ${r.rejected} turned away, ${r.failed} failed`
