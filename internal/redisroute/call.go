@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -28,6 +29,13 @@ type event struct {
 	done  *attempt // an attempt finished
 	hedge *attempt // the hedge timer of an attempt fired
 	retry []int    // a backoff elapsed for these commands
+	alarm bool     // the call's alarm rang: see wakeups
+}
+
+// wakeup is an event the call is to handle at a time: a hedge or a retry.
+type wakeup struct {
+	at time.Time
+	ev event
 }
 
 // call coordinates one Exec: it sends sub-pipelines, hedges, retries and
@@ -43,8 +51,14 @@ type call struct {
 	left    int
 	events  chan event
 	done    chan struct{}
-	timers  []stopper
 	inbound int // attempts whose event has not arrived
+	// One alarm per call, set for the earliest of its wakeups, instead of
+	// a timer per attempt: a call that nothing slows down (its answers
+	// arrive before the first hedge is due) costs one timer, set and
+	// stopped.
+	wakeups []wakeup
+	alarm   stopper
+	alarmAt time.Time
 }
 
 func (c *call) run(t *topology) {
@@ -56,21 +70,80 @@ func (c *call) run(t *topology) {
 			case ev.done != nil:
 				c.inbound--
 				c.onDone(ev.done)
-			case ev.hedge != nil:
-				c.onHedge(ev.hedge)
-			default:
-				if open := c.open(ev.retry); len(open) > 0 {
-					c.dispatch(c.r.topo.Load(), open, ViaRetry)
-				}
+			case ev.alarm:
+				c.ring()
 			}
 		case <-c.ctx.Done():
 			c.failRemaining(c.ctx.Err())
 		}
 	}
 	close(c.done)
-	for _, tm := range c.timers {
-		tm.Stop()
+	if c.alarm != nil {
+		c.alarm.Stop()
 	}
+}
+
+// handle runs a wakeup's event.
+func (c *call) handle(ev event) {
+	switch {
+	case ev.hedge != nil:
+		c.onHedge(ev.hedge)
+	case ev.retry != nil:
+		if open := c.open(ev.retry); len(open) > 0 {
+			c.dispatch(c.r.topo.Load(), open, ViaRetry)
+		}
+	}
+}
+
+// ring handles every wakeup that is due, earliest first, then
+// sets the alarm for the next one.
+func (c *call) ring() {
+	c.alarm = nil
+	now := c.r.clock.Now()
+	var due []wakeup
+	rest := c.wakeups[:0]
+	for _, w := range c.wakeups {
+		if w.at.After(now) {
+			rest = append(rest, w)
+		} else {
+			due = append(due, w)
+		}
+	}
+	c.wakeups = rest
+	slices.SortStableFunc(due, func(a, b wakeup) int { return a.at.Compare(b.at) })
+	for _, w := range due {
+		if c.left == 0 {
+			return
+		}
+		c.handle(w.ev)
+	}
+	c.setAlarm(now)
+}
+
+// setAlarm sets the alarm for the earliest wakeup, unless it already is.
+func (c *call) setAlarm(now time.Time) {
+	if len(c.wakeups) == 0 {
+		return
+	}
+	next := c.wakeups[0].at
+	for _, w := range c.wakeups[1:] {
+		if w.at.Before(next) {
+			next = w.at
+		}
+	}
+	if c.alarm != nil {
+		if !next.Before(c.alarmAt) {
+			return
+		}
+		c.alarm.Stop()
+	}
+	c.alarmAt = next
+	c.alarm = c.r.clock.AfterFunc(next.Sub(now), func() {
+		select {
+		case c.events <- event{alarm: true}:
+		case <-c.done:
+		}
+	})
 }
 
 func (c *call) unfinished() []int {
@@ -98,12 +171,14 @@ func (c *call) open(idx []int) []int {
 // primary, reads to the node the policy picks for their shard (one node per
 // shard per dispatch, so a call touches as few nodes as possible).
 func (c *call) dispatch(t *topology, idx []int, via Via) {
+	// A call touches a few shards: a list searched in order is cheaper
+	// than a map, and keeps the order of first appearance.
 	type group struct {
 		s            *shard
 		write, fresh bool
+		members      []int
 	}
-	groups := map[group][]int{}
-	var order []group
+	var groups []group
 	for _, i := range idx {
 		s := t.slots[Slot(c.cmds[i].Key)]
 		if s == nil {
@@ -111,14 +186,18 @@ func (c *call) dispatch(t *topology, idx []int, via Via) {
 			c.finish(i, Result{Err: ErrNoNode})
 			continue
 		}
-		g := group{s, c.cmds[i].Write, c.cmds[i].Fresh}
-		if _, ok := groups[g]; !ok {
-			order = append(order, g)
+		w, f := c.cmds[i].Write, c.cmds[i].Fresh
+		k := 0
+		for k < len(groups) && (groups[k].s != s || groups[k].write != w || groups[k].fresh != f) {
+			k++
 		}
-		groups[g] = append(groups[g], i)
+		if k == len(groups) {
+			groups = append(groups, group{s: s, write: w, fresh: f, members: make([]int, 0, len(idx))})
+		}
+		groups[k].members = append(groups[k].members, i)
 	}
-	for _, g := range order {
-		members := groups[g]
+	for _, g := range groups {
+		members := g.members
 		if g.write || g.fresh {
 			// Only the primary can take a write or answer a read that must
 			// see the latest write: a replica's answer may be stale, so
@@ -222,9 +301,7 @@ func (c *call) launch(a *attempt) {
 		c.r.retries.deposit(1)
 	}
 	c.inbound++
-	c.r.wg.Add(1)
-	go func() {
-		defer c.r.wg.Done()
+	c.r.spawn(func() {
 		// Detached from the call's cancellation: a request to a hung node
 		// must stay outstanding (bounded by ReadTimeout) so the watchdog sees
 		// the node make no progress, rather than vanish when its call is
@@ -234,7 +311,7 @@ func (c *call) launch(a *attempt) {
 		case c.events <- event{done: a}:
 		case <-c.done:
 		}
-	}()
+	})
 	switch {
 	case a.via == ViaHedge:
 	case !c.primaryOnly(a.idx):
@@ -269,13 +346,11 @@ func (c *call) primaryOnly(idx []int) bool {
 	return false
 }
 
+// after has the call handle ev once d has passed.
 func (c *call) after(d time.Duration, ev event) {
-	c.timers = append(c.timers, c.r.clock.AfterFunc(d, func() {
-		select {
-		case c.events <- ev:
-		case <-c.done:
-		}
-	}))
+	now := c.r.clock.Now()
+	c.wakeups = append(c.wakeups, wakeup{at: now.Add(d), ev: ev})
+	c.setAlarm(now)
 }
 
 // onHedge sends a backup of a slow read attempt to another node of the shard.

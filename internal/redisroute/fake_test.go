@@ -196,7 +196,7 @@ func newFakeCluster(t *testing.T, shards [][]*fakeNode, edit ...func(*Config)) *
 		t.Fatal(err)
 	}
 	clk := newFakeClock()
-	r := &Router{cfg: cfg, log: slog.New(slog.DiscardHandler), m: m, clock: clk, refreshCh: make(chan string, 1),
+	r := &Router{cfg: cfg, log: slog.New(slog.DiscardHandler), m: m, clock: clk, refreshCh: make(chan string, 1), idle: make(chan func()),
 		nodes: map[string]*node{}, hedges: newBudget(cfg.HedgeBudget, cfg.BudgetBurst), retries: newBudget(cfg.RetryBudget, cfg.BudgetBurst),
 		stop: make(chan struct{})}
 	top := &topology{}
@@ -226,6 +226,7 @@ func newFakeCluster(t *testing.T, shards [][]*fakeNode, edit ...func(*Config)) *
 				f.unhang()
 			}
 		}
+		close(r.stop) // idle senders end with the router
 		r.wg.Wait()
 	})
 	return &fakeCluster{r: r, clock: clk, reg: reg, nodes: r.nodes}

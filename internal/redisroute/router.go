@@ -51,6 +51,7 @@ type Router struct {
 	closed atomic.Bool
 	stop   chan struct{}
 	wg     sync.WaitGroup
+	idle   chan func() // senders waiting for an attempt; see senders.go
 }
 
 // New connects to the cluster (one seed is enough), loads the slot table and
@@ -77,6 +78,7 @@ func New(ctx context.Context, cfg Config, reg prometheus.Registerer, log *slog.L
 		hedges:    newBudget(cfg.HedgeBudget, cfg.BudgetBurst),
 		retries:   newBudget(cfg.RetryBudget, cfg.BudgetBurst),
 		stop:      make(chan struct{}),
+		idle:      make(chan func()),
 	}
 	if err := r.refresh(ctx, refreshInitial); err != nil {
 		r.closeNodes()
@@ -171,6 +173,12 @@ func (r *Router) Exec(ctx context.Context, cmds []Cmd) Results {
 	}
 	c := &call{r: r, ctx: ctx, cmds: cmds, res: res, st: make([]cmdState, len(cmds)), left: len(cmds),
 		events: make(chan event, 8), done: make(chan struct{})}
+	// Room for each command's first two nodes in one allocation, not one
+	// per command (a hedge or a retry is the second; more grow their own).
+	tried := make([]*node, 2*len(cmds))
+	for i := range c.st {
+		c.st[i].tried = tried[2*i : 2*i : 2*i+2]
+	}
 	for i, cmd := range cmds {
 		if err := cmd.validate(); err != nil {
 			c.finish(i, Result{Err: fmt.Errorf("%w: %w", ErrInvalidCommand, err)})
