@@ -29,7 +29,7 @@ type event struct {
 	done  *attempt // an attempt finished
 	hedge *attempt // the hedge timer of an attempt fired
 	retry []int    // a backoff elapsed for these commands
-	alarm bool     // the call's alarm rang: see wakeups
+	alarm uint64   // the call's alarm of this generation rang: see wakeups
 }
 
 // wakeup is an event the call is to handle at a time: a hedge or a retry.
@@ -56,9 +56,10 @@ type call struct {
 	// a timer per attempt: a call that nothing slows down (its answers
 	// arrive before the first hedge is due) costs one timer, set and
 	// stopped.
-	wakeups []wakeup
-	alarm   stopper
-	alarmAt time.Time
+	wakeups  []wakeup
+	alarm    stopper
+	alarmAt  time.Time
+	alarmGen uint64 // of the alarm set; a ring of an earlier one, replaced, is ignored
 }
 
 func (c *call) run(t *topology) {
@@ -70,11 +71,15 @@ func (c *call) run(t *topology) {
 			case ev.done != nil:
 				c.inbound--
 				c.onDone(ev.done)
-			case ev.alarm:
-				c.ring()
+			case ev.alarm != 0:
+				if ev.alarm == c.alarmGen {
+					c.ring()
+				}
 			}
 		case <-c.ctx.Done():
 			c.failRemaining(c.ctx.Err())
+		case <-c.r.stop:
+			c.failRemaining(ErrClosed)
 		}
 	}
 	close(c.done)
@@ -117,14 +122,15 @@ func (c *call) ring() {
 		}
 		c.handle(w.ev)
 	}
-	c.setAlarm(now)
+	c.setAlarm()
 }
 
 // setAlarm sets the alarm for the earliest wakeup, unless it already is.
-func (c *call) setAlarm(now time.Time) {
+func (c *call) setAlarm() {
 	if len(c.wakeups) == 0 {
 		return
 	}
+	now := c.r.clock.Now()
 	next := c.wakeups[0].at
 	for _, w := range c.wakeups[1:] {
 		if w.at.Before(next) {
@@ -138,9 +144,11 @@ func (c *call) setAlarm(now time.Time) {
 		c.alarm.Stop()
 	}
 	c.alarmAt = next
+	c.alarmGen++
+	gen := c.alarmGen
 	c.alarm = c.r.clock.AfterFunc(next.Sub(now), func() {
 		select {
-		case c.events <- event{alarm: true}:
+		case c.events <- event{alarm: gen}:
 		case <-c.done:
 		}
 	})
@@ -172,16 +180,21 @@ func (c *call) open(idx []int) []int {
 // shard per dispatch, so a call touches as few nodes as possible).
 func (c *call) dispatch(t *topology, idx []int, via Via) {
 	// A call touches a few shards: a list searched in order is cheaper
-	// than a map, and keeps the order of first appearance.
+	// than a map, and keeps the order of first appearance. The groups'
+	// members share one array, cut once every group's size is known.
 	type group struct {
 		s            *shard
 		write, fresh bool
+		n            int
 		members      []int
 	}
 	var groups []group
-	for _, i := range idx {
+	buf := make([]int, 2*len(idx))
+	of, backing := buf[:len(idx)], buf[len(idx):] // of[j]: the group of idx[j], -1 for none
+	for j, i := range idx {
 		s := t.slots[Slot(c.cmds[i].Key)]
 		if s == nil {
+			of[j] = -1
 			c.r.requestRefresh(refreshNoNode)
 			c.finish(i, Result{Err: ErrNoNode})
 			continue
@@ -192,9 +205,20 @@ func (c *call) dispatch(t *topology, idx []int, via Via) {
 			k++
 		}
 		if k == len(groups) {
-			groups = append(groups, group{s: s, write: w, fresh: f, members: make([]int, 0, len(idx))})
+			groups = append(groups, group{s: s, write: w, fresh: f})
 		}
-		groups[k].members = append(groups[k].members, i)
+		of[j] = k
+		groups[k].n++
+	}
+	off := 0
+	for k := range groups {
+		groups[k].members = backing[off : off : off+groups[k].n]
+		off += groups[k].n
+	}
+	for j, i := range idx {
+		if k := of[j]; k >= 0 {
+			groups[k].members = append(groups[k].members, i)
+		}
 	}
 	for _, g := range groups {
 		members := g.members
@@ -348,9 +372,8 @@ func (c *call) primaryOnly(idx []int) bool {
 
 // after has the call handle ev once d has passed.
 func (c *call) after(d time.Duration, ev event) {
-	now := c.r.clock.Now()
-	c.wakeups = append(c.wakeups, wakeup{at: now.Add(d), ev: ev})
-	c.setAlarm(now)
+	c.wakeups = append(c.wakeups, wakeup{at: c.r.clock.Now().Add(d), ev: ev})
+	c.setAlarm()
 }
 
 // onHedge sends a backup of a slow read attempt to another node of the shard.

@@ -49,9 +49,14 @@ type Router struct {
 	subs subscriptions
 
 	closed atomic.Bool
-	stop   chan struct{}
-	wg     sync.WaitGroup
-	idle   chan func() // senders waiting for an attempt; see senders.go
+	// calls counts the Execs in flight, so that Close waits for them (each
+	// ends at once with ErrClosed) before it waits for wg: only a call
+	// starts senders, and wg.Add must not race with wg.Wait at zero.
+	calls   sync.WaitGroup
+	callsMu sync.RWMutex // orders an Exec's check of closed and calls.Add before Close's Wait
+	stop    chan struct{}
+	wg      sync.WaitGroup
+	idle    chan func() // senders waiting for an attempt; see senders.go
 }
 
 // New connects to the cluster (one seed is enough), loads the slot table and
@@ -125,13 +130,19 @@ func (r *Router) every(d time.Duration, f func()) {
 	}
 }
 
-// Close stops the background goroutines, waits for in-flight requests
-// (bounded by the read timeout) and closes every connection.
+// Close stops the background goroutines, ends the calls in flight (their
+// unanswered commands fail with ErrClosed, a write that may have been sent
+// as ambiguous), waits for the requests they sent (bounded by the read
+// timeout) and closes every connection.
 func (r *Router) Close() error {
+	r.callsMu.Lock()
 	if r.closed.Swap(true) {
+		r.callsMu.Unlock()
 		return nil
 	}
+	r.callsMu.Unlock()
 	close(r.stop)
+	r.calls.Wait()
 	r.wg.Wait()
 	r.closeSubs()
 	r.subs.wg.Wait()
@@ -160,12 +171,17 @@ func (r *Router) Do(ctx context.Context, cmd Cmd) Result {
 // Results.Err for all-or-nothing. Without a deadline on ctx, CallTimeout applies.
 func (r *Router) Exec(ctx context.Context, cmds []Cmd) Results {
 	res := make(Results, len(cmds))
+	r.callsMu.RLock()
 	if r.closed.Load() {
+		r.callsMu.RUnlock()
 		for i := range res {
 			res[i].Err = ErrClosed
 		}
 		return res
 	}
+	r.calls.Add(1)
+	r.callsMu.RUnlock()
+	defer r.calls.Done()
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, r.cfg.CallTimeout)
