@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/apollo-platform/apollo/internal/app"
+	"github.com/apollo-platform/apollo/internal/booking"
 	"github.com/apollo-platform/apollo/internal/driver"
 	"github.com/apollo-platform/apollo/internal/localcluster"
 	"github.com/apollo-platform/apollo/internal/sim"
@@ -242,22 +243,27 @@ func serveAll(ctx context.Context, apps []*app.App) error {
 	return errors.Join(errs...)
 }
 
-// roundRobin spreads the simulated drivers' calls over the instances.
+// roundRobin spreads the simulated drivers' and the rainstorm's calls over
+// the instances in turn, as a load balancer would.
 type roundRobin struct {
 	apps []*app.App
 	next atomic.Uint64
 }
 
-func (r *roundRobin) pick() app.DriversWithBookings {
-	return r.apps[int(r.next.Add(1))%len(r.apps)].DriverAPI()
+func (r *roundRobin) pick() *app.App {
+	return r.apps[int(r.next.Add(1))%len(r.apps)]
 }
 
 func (r *roundRobin) Heartbeat(ctx context.Context, id string, loc driver.Location, now time.Time) (driver.Driver, error) {
-	return r.pick().Heartbeat(ctx, id, loc, now)
+	return r.pick().DriverAPI().Heartbeat(ctx, id, loc, now)
 }
 
 func (r *roundRobin) Apply(ctx context.Context, id string, tr driver.Transition, now time.Time) (driver.Driver, error) {
-	return r.pick().Apply(ctx, id, tr, now)
+	return r.pick().DriverAPI().Apply(ctx, id, tr, now)
+}
+
+func (r *roundRobin) Create(ctx context.Context, req booking.Request) (booking.Booking, error) {
+	return r.pick().Bookings().Create(ctx, req)
 }
 
 func printDevBanner(e env, st devState) {

@@ -6,7 +6,6 @@ import (
 	"sync/atomic"
 
 	"github.com/apollo-platform/apollo/internal/app"
-	"github.com/apollo-platform/apollo/internal/booking"
 	"github.com/apollo-platform/apollo/internal/console"
 	"github.com/apollo-platform/apollo/internal/localcluster"
 	"github.com/apollo-platform/apollo/internal/sim"
@@ -82,7 +81,7 @@ func (f *devFaults) Rainstorm(_ context.Context, on bool) error {
 
 // start gives the rainstorm the instances to book through.
 func (f *devFaults) start(apps []*app.App) error {
-	s, err := sim.NewRainstorm(sim.DefaultRainstorm(), &bookingRoundRobin{apps: apps})
+	s, err := sim.NewRainstorm(sim.DefaultRainstorm(), &roundRobin{apps: apps})
 	if err != nil {
 		return err
 	}
@@ -95,15 +94,4 @@ func (f *devFaults) stop() {
 	if s := f.storm.Load(); s != nil {
 		s.Stop()
 	}
-}
-
-// bookingRoundRobin spreads bookings over the instances, as a load
-// balancer would.
-type bookingRoundRobin struct {
-	apps []*app.App
-	next atomic.Uint64
-}
-
-func (r *bookingRoundRobin) Create(ctx context.Context, req booking.Request) (booking.Booking, error) {
-	return r.apps[int(r.next.Add(1))%len(r.apps)].Bookings().Create(ctx, req)
 }

@@ -62,7 +62,8 @@ func (f *Fleet) View(ctx context.Context) ([]PartitionView, error) {
 			firstErr = cmp.Or(firstErr, err)
 			continue
 		}
-		v := PartitionView{Partition: p, Open: anyInt(res[3*p+1].Val)}
+		open, _ := res[3*p+1].Val.(int64) // ZCARD's integer reply
+		v := PartitionView{Partition: p, Open: open}
 		if lease, ok := res[3*p].Val.(string); ok {
 			v.Owner = leaseOwner(lease)
 		}
@@ -151,12 +152,4 @@ func (f *Fleet) Announcements(ctx context.Context, ids []string) (map[string][]b
 		return nil, storeErr(firstErr)
 	}
 	return out, nil
-}
-
-// anyInt is an integer reply (or its text) as an int64; 0 otherwise.
-func anyInt(v any) int64 {
-	if n, ok := v.(int64); ok {
-		return n
-	}
-	return toInt(v)
 }
