@@ -346,24 +346,35 @@ func (s *Service) Get(ctx context.Context, id string) (Booking, error) {
 // ctx ends (then with the booking as it is). It is the long poll of
 // GET /v1/bookings/{id}?wait=. With a store that is a Watcher it reads
 // the booking once, then again only when told it changed (or that a
-// change may have been missed); otherwise, and if watching fails, it
-// polls.
+// change may have been missed); otherwise it polls. A watch that fails
+// (a subscription that timed out on a busy node) is polled for a while,
+// then tried again: one failure must not make a 30 s wait poll
+// throughout, or a thousand waiters cost Redis a read every 100 ms each.
 func (s *Service) Wait(ctx context.Context, id string, seen int64) (Booking, error) {
 	if err := driver.ValidateID(id); err != nil {
 		return Booking{}, err
 	}
 	w, ok := s.store.(Watcher)
 	if !ok {
-		return s.poll(ctx, id, seen)
+		b, _, err := s.poll(ctx, id, seen, nil)
+		return b, err
 	}
+	backoff := rewatchMin
 	for {
 		watch, err := w.Watch(ctx, id)
 		if err != nil {
 			if ctx.Err() != nil {
 				return s.Get(context.WithoutCancel(ctx), id)
 			}
-			s.log.Debug("watch a booking; polling instead", "booking", id, "err", err)
-			return s.poll(ctx, id, seen)
+			s.log.Debug("watch a booking; polling for a while instead", "booking", id, "err", err, "for", backoff)
+			t := time.NewTimer(backoff)
+			b, done, err := s.poll(ctx, id, seen, t.C)
+			t.Stop()
+			if done {
+				return b, err
+			}
+			backoff = min(2*backoff, rewatchMax)
+			continue
 		}
 		b, lost, err := s.waitWatching(ctx, watch, id, seen)
 		watch.Stop()
@@ -372,6 +383,13 @@ func (s *Service) Wait(ctx context.Context, id string, seen int64) (Booking, err
 		}
 	}
 }
+
+// A watch that failed is tried again after rewatchMin of polling, the
+// wait doubling on each further failure up to rewatchMax.
+const (
+	rewatchMin = time.Second
+	rewatchMax = 8 * time.Second
+)
 
 // waitWatching reads the booking, then again on each change signalled,
 // until it moved past seen or ctx ends; lost: the watch was lost first.
@@ -393,18 +411,22 @@ func (s *Service) waitWatching(ctx context.Context, watch Watch, id string, seen
 	}
 }
 
-// poll is Wait for a store that cannot watch: a read every 100 ms.
-func (s *Service) poll(ctx context.Context, id string, seen int64) (Booking, error) {
+// poll is Wait for a store that cannot watch: a read every 100 ms until
+// the booking moved past seen or ctx ends (done), or until giveUp fires
+// (not done: the caller watches again).
+func (s *Service) poll(ctx context.Context, id string, seen int64, giveUp <-chan time.Time) (b Booking, done bool, err error) {
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
 	for {
 		b, err := s.Get(context.WithoutCancel(ctx), id)
 		if err != nil || b.Version != seen || b.Status.Final() {
-			return b, err
+			return b, true, err
 		}
 		select {
 		case <-ctx.Done():
-			return b, nil
+			return b, true, nil
+		case <-giveUp:
+			return b, false, nil
 		case <-tick.C:
 		}
 	}

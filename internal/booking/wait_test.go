@@ -133,3 +133,31 @@ func TestAWaitThatCannotWatchPolls(t *testing.T) {
 		t.Fatalf("Wait = %+v, want version 2", got)
 	}
 }
+
+// A watch that fails once (a subscription timed out on a busy node) is
+// polled only until it is tried again: found by the 1,000 long polls of
+// internal/app on a loaded CI machine, whose waiters that failed to watch
+// once polled for their whole 30 s.
+func TestAWaitWhoseWatchFailedWatchesAgainAndStopsPolling(t *testing.T) {
+	svc, ws, b := newWaitRig(t)
+	ws.mu.Lock()
+	ws.fail = errors.New("subscribe: i/o timeout")
+	ws.mu.Unlock()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := waitAsync(svc, ctx, b.ID, 1)
+	eventuallyTrue(t, "no polling", func() bool { return ws.gets.Load() >= 2 })
+	ws.mu.Lock()
+	ws.fail = nil
+	ws.mu.Unlock()
+	eventuallyTrue(t, "not watched again", func() bool { return ws.last() != nil })
+	time.Sleep(50 * time.Millisecond) // the watch's first read
+	n := ws.gets.Load()
+	time.Sleep(300 * time.Millisecond) // polling would have read three times by now
+	if m := ws.gets.Load(); m != n {
+		t.Fatalf("%d reads in 300 ms once watching, want none: it still polls", m-n)
+	}
+	cancel()
+	if got := <-done; got.Version != 1 {
+		t.Fatalf("Wait at the end = %+v, want the booking as it is", got)
+	}
+}

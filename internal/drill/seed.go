@@ -18,7 +18,11 @@ func driverRules() driver.Rules { return driver.DefaultRules() }
 
 // seedDrivers creates n available drivers in Singapore through the real
 // driver store (heartbeat, then go_online), 16 at a time, and waits until
-// every replica holds them, so that replica reads see them all.
+// every replica holds them, so that replica reads see them all. A store
+// call that fails as unavailable (a primary of a fresh cluster that is not
+// answering yet on a busy machine: the router fails a write fast rather
+// than wait) is tried again for up to seedPatience; both calls are safe to
+// repeat.
 func seedDrivers(ctx context.Context, addrs []string, n int, replicas int) ([]string, error) {
 	return seedDriversWith(ctx, addrs, n, replicas, sim.ID)
 }
@@ -52,11 +56,17 @@ func seedDriversWith(ctx context.Context, addrs []string, n int, replicas int, i
 			rng := rand.New(rand.NewPCG(uint64(w), 42))
 			for i := w; i < n && errs[w] == nil; i += workers {
 				loc := driver.Location{Lat: city.MinLat + rng.Float64()*(city.MaxLat-city.MinLat), Lng: city.MinLng + rng.Float64()*(city.MaxLng-city.MinLng)}
-				if _, err := store.Heartbeat(ctx, ids[i], loc, now); err != nil {
+				if err := patiently(ctx, func() error {
+					_, err := store.Heartbeat(ctx, ids[i], loc, now)
+					return err
+				}); err != nil {
 					errs[w] = err
 					break
 				}
-				_, err := store.Apply(ctx, ids[i], driver.Transition{Event: driver.EventGoOnline, Services: []string{"car"}}, now)
+				err := patiently(ctx, func() error {
+					_, err := store.Apply(ctx, ids[i], driver.Transition{Event: driver.EventGoOnline, Services: []string{"car"}}, now)
+					return err
+				})
 				if err != nil && !errors.Is(err, driver.ErrIllegalTransition) {
 					errs[w] = err
 				}
@@ -71,4 +81,24 @@ func seedDriversWith(ctx context.Context, addrs []string, n int, replicas int, i
 		return nil, fmt.Errorf("wait for replicas: %w", err)
 	}
 	return ids, nil
+}
+
+// seedPatience bounds how long one seeding call is tried again.
+const seedPatience = 30 * time.Second
+
+// patiently calls f until it does not fail as unavailable, for up to
+// seedPatience, waiting 100 ms doubling to 1 s between tries.
+func patiently(ctx context.Context, f func() error) error {
+	deadline := time.Now().Add(seedPatience)
+	for wait := 100 * time.Millisecond; ; wait = min(2*wait, time.Second) {
+		err := f()
+		if !errors.Is(err, redisstore.ErrUnavailable) || time.Now().Add(wait).After(deadline) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(wait):
+		}
+	}
 }
