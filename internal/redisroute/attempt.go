@@ -14,7 +14,6 @@ type attempt struct {
 	via    Via
 	asking bool // ASK redirect: prefix ASKING
 	hedged bool // a hedge was already sent for it
-	rearms int  // times the hedge timer was set again, waiting for a silent node to count as stalled or hopeless
 	// confirm is how many replicas must hold what the attempt's reads
 	// saw, whatever the commands ask (see suspectFallback): set on a read
 	// that falls back to a primary whose replicas have fallen behind it.

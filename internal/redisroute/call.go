@@ -338,6 +338,8 @@ func (c *call) launch(a *attempt) {
 	})
 	switch {
 	case a.via == ViaHedge:
+		// Not hedged again, but looked at (see onSilent).
+		c.after(c.r.cfg.FailFastAfter, event{hedge: a})
 	case !c.primaryOnly(a.idx):
 		if c.r.cfg.HedgeBudget > 0 {
 			c.after(a.node.hedgeDelay(c.r.cfg), event{hedge: a})
@@ -379,7 +381,11 @@ func (c *call) after(d time.Duration, ev event) {
 // onHedge sends a backup of a slow read attempt to another node of the shard.
 func (c *call) onHedge(a *attempt) {
 	open := c.open(a.idx)
-	if len(open) == 0 || a.hedged {
+	if len(open) == 0 {
+		return
+	}
+	if a.hedged {
+		c.onSilent(a, open)
 		return
 	}
 	if c.primaryOnly(open) {
@@ -414,13 +420,47 @@ func (c *call) onHedge(a *attempt) {
 		c.noHedge(a, open, err)
 		return
 	}
+	a.hedged = c.hedge(s, n, open)
+}
+
+// hedge sends open to n as a hedge, if the hedge budget allows.
+func (c *call) hedge(s *shard, n *node, open []int) bool {
 	if !c.r.hedges.withdraw() {
 		c.r.m.hedgeDenied.Add(float64(len(open)))
+		return false
+	}
+	c.r.m.hedgeSent.Add(float64(len(open)))
+	c.launch(&attempt{node: n, idx: open, via: ViaHedge, hedged: true, confirm: suspectFallback(s, n)})
+	return true
+}
+
+// onSilent looks again at a read attempt still unanswered that was hedged,
+// or is a hedge. Once every node its commands went to is hopeless, they go
+// to a node not tried yet or, if none is left that is not hopeless too (the
+// whole shard is silent), fail now rather than at their deadline.
+func (c *call) onSilent(a *attempt, open []int) {
+	now := c.r.clock.Now()
+	tried := c.triedByAll(open)
+	for _, n := range tried {
+		if !c.r.hopeless(n, now) {
+			c.rearm(a, c.r.cfg.FailFastAfter)
+			return
+		}
+	}
+	s := c.r.topo.Load().slots[Slot(c.cmds[open[0]].Key)]
+	if s == nil {
 		return
 	}
-	a.hedged = true
-	c.r.m.hedgeSent.Add(float64(len(open)))
-	c.launch(&attempt{node: n, idx: open, via: ViaHedge, confirm: suspectFallback(s, n)})
+	n, _, err := c.r.pickRead(s, len(open), tried)
+	if err != nil {
+		for _, i := range open {
+			c.finishErr(i, err)
+		}
+		return
+	}
+	if !c.hedge(s, n, open) {
+		c.rearm(a, c.r.cfg.FailFastAfter)
+	}
 }
 
 // noHedge handles a slow read with nowhere to hedge: if its node is known
@@ -440,14 +480,13 @@ func (c *call) noHedge(a *attempt, open []int, err error) {
 	c.rearm(a, c.r.cfg.FailFastAfter)
 }
 
-// rearm looks at a slow attempt again after d. Twice at most: once to let
-// its node count as stalled (a hedge may then go elsewhere), once more to
-// let it count as hopeless (the attempt then fails fast).
+// rearm looks at a slow attempt again after d, for as long as the call
+// lives: its node may count as stalled (a hedge may then go elsewhere) or
+// hopeless (the attempt then fails fast) later than usual, when the router
+// itself was not running for a while (see watchdogLoop's stall floor). A
+// look every d costs one wakeup of the call's single alarm.
 func (c *call) rearm(a *attempt, d time.Duration) {
-	if a.rearms < 2 {
-		a.rearms++
-		c.after(d, event{hedge: a})
-	}
+	c.after(d, event{hedge: a})
 }
 
 // onDone turns an attempt's replies into results, redirects or retries.

@@ -374,3 +374,41 @@ func TestAReadFallingBackToAPrimaryWhoseReplicasAreBehindIsConfirmed(t *testing.
 		})
 	}
 }
+
+// A read whose every node is silent fails once they count as hopeless,
+// even when that is later than usual because the router itself was not
+// running for a while (GC, a starved CPU: the stall floor moved, so
+// silence proved nothing then). Found by TestFullOutageFailsFastAndRecovers
+// under -race, whose calls sometimes waited out their deadline: a slow
+// attempt was looked at twice only.
+func TestAReadOfASilentShardFailsFastOnceTheRouterCanTell(t *testing.T) {
+	shards := shard3(answer("p:1", 2), answer("a:1", 2), answer("b:1", 2))
+	for _, f := range shards[0] {
+		f.hang()
+	}
+	c := newFakeCluster(t, shards)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	res := c.exec(ctx, Read("GET", c.key(0)))
+	waitArrived(t, shards[0][1])
+	// The router is paused now and then for 3 × FailFastAfter: no node
+	// is blamed meanwhile.
+	start := c.clock.Now()
+	var r Result
+	for i := 0; ; i++ {
+		select {
+		case out := <-res:
+			r = out[0]
+		case <-time.After(time.Millisecond):
+			if c.clock.Now().Sub(start) < 3*c.r.cfg.FailFastAfter {
+				c.r.stallFloor.Store(c.clock.Now().UnixNano())
+			}
+			c.clock.Advance(10 * time.Millisecond)
+			continue
+		}
+		break
+	}
+	if !errors.Is(r.Err, ErrUnavailable) {
+		t.Fatalf("got %+v, want ErrUnavailable once the shard's nodes count as hopeless", r)
+	}
+}
