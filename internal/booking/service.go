@@ -360,29 +360,45 @@ func (s *Service) Wait(ctx context.Context, id string, seen int64) (Booking, err
 		return b, err
 	}
 	backoff := rewatchMin
+	lostQuickly := false // the last watch was lost as soon as made
 	for {
 		watch, err := w.Watch(ctx, id)
-		if err != nil {
-			if ctx.Err() != nil {
-				return s.Get(context.WithoutCancel(ctx), id)
+		if err == nil {
+			made := time.Now()
+			b, lost, werr := s.waitWatching(ctx, watch, id, seen)
+			watch.Stop()
+			if !lost {
+				return b, werr
 			}
-			s.log.Debug("watch a booking; polling for a while instead", "booking", id, "err", err, "for", backoff)
-			t := time.NewTimer(backoff)
-			b, done, err := s.poll(ctx, id, seen, t.C)
-			t.Stop()
-			if done {
-				return b, err
+			// A loss (a reconnect) is watched again at once; a second one
+			// as soon as made (a subscription that cannot hold) is polled
+			// a while, as a failed watch is, rather than spun on.
+			quick := time.Since(made) < rewatchMin
+			if !quick {
+				backoff = rewatchMin
 			}
-			backoff = min(2*backoff, rewatchMax)
-			continue
+			if !quick || !lostQuickly {
+				lostQuickly = quick
+				continue
+			}
+			lostQuickly, err = false, errLostAtOnce
 		}
-		b, lost, err := s.waitWatching(ctx, watch, id, seen)
-		watch.Stop()
-		if !lost {
+		if ctx.Err() != nil {
+			return s.Get(context.WithoutCancel(ctx), id)
+		}
+		s.log.Debug("watch a booking; polling for a while instead", "booking", id, "err", err, "for", backoff)
+		t := time.NewTimer(backoff)
+		b, done, err := s.poll(ctx, id, seen, t.C)
+		t.Stop()
+		if done {
 			return b, err
 		}
+		backoff = min(2*backoff, rewatchMax)
 	}
 }
+
+// errLostAtOnce: a watch was lost as soon as it was made.
+var errLostAtOnce = errors.New("the watch was lost as soon as it was made")
 
 // A watch that failed is tried again after rewatchMin of polling, the
 // wait doubling on each further failure up to rewatchMax.

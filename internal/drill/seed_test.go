@@ -24,11 +24,9 @@ func TestSeedingOutlastsAPrimaryThatIsNotAnswering(t *testing.T) {
 	if err := p.Pause(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { p.Resume() })
-	go func() {
-		time.Sleep(2 * time.Second) // well past FailFastAfter, short of the call timeout and node timeout
-		p.Resume()
-	}()
+	// Well past FailFastAfter, short of the call timeout and node timeout.
+	resume := time.AfterFunc(2*time.Second, func() { p.Resume() })
+	t.Cleanup(func() { resume.Stop(); p.Resume() })
 	const n = 300
 	ids, err := seedDrivers(ctx, c.Addrs(), n, 1)
 	if err != nil {

@@ -13,7 +13,8 @@ type attempt struct {
 	idx    []int // positions in the call's command list
 	via    Via
 	asking bool // ASK redirect: prefix ASKING
-	hedged bool // a hedge was already sent for it
+	hedged bool // it had its hedge (sent, or denied by the budget), or is one: see onSilent
+	done   bool // its replies were handled: no more looks at it
 	// confirm is how many replicas must hold what the attempt's reads
 	// saw, whatever the commands ask (see suspectFallback): set on a read
 	// that falls back to a primary whose replicas have fallen behind it.
@@ -61,8 +62,13 @@ func (r *Router) send(ctx context.Context, a *attempt, cmds []Cmd) {
 	}
 	start := r.clock.Now()
 	a.node.begin(start)
-	err := a.node.pipe.Exec(ctx, wire)
-	stampPipelineErr(err, wire)
+	var err error
+	if plain := !a.asking && fence == nil && wait == nil && !anyWrite(a.idx, cmds); plain {
+		err = a.node.reads.exec(ctx, a.node.pipe, wire)
+	} else {
+		err = a.node.pipe.Exec(ctx, wire)
+		stampPipelineErr(err, wire)
+	}
 	if wait != nil {
 		a.acked = wait.Val()
 	}
@@ -87,6 +93,15 @@ func confirmedRead(idx []int, cmds []Cmd, confirm int) int {
 		}
 	}
 	return -1
+}
+
+func anyWrite(idx []int, cmds []Cmd) bool {
+	for _, i := range idx {
+		if cmds[i].Write {
+			return true
+		}
+	}
+	return false
 }
 
 func maxAcks(idx []int, cmds []Cmd) int {

@@ -43,6 +43,18 @@ func BenchmarkPipeline20HMGET(b *testing.B) {
 			r := newRouter(b, c)
 			return apolloReader(r), func() { r.Close() }
 		}},
+		{"apollo-replica-preferred-coalesce-1", func() (drill.Reader, func()) {
+			r := newRouter(b, c, func(cfg *redisroute.Config) { cfg.CoalesceAfter = 1 })
+			return apolloReader(r), func() { r.Close() }
+		}},
+		{"apollo-replica-preferred-coalesce-2", func() (drill.Reader, func()) {
+			r := newRouter(b, c, func(cfg *redisroute.Config) { cfg.CoalesceAfter = 2 })
+			return apolloReader(r), func() { r.Close() }
+		}},
+		{"apollo-replica-preferred-coalesce-4", func() (drill.Reader, func()) {
+			r := newRouter(b, c, func(cfg *redisroute.Config) { cfg.CoalesceAfter = 4 })
+			return apolloReader(r), func() { r.Close() }
+		}},
 		{"apollo-primary", func() (drill.Reader, func()) {
 			r := newRouter(b, c, func(cfg *redisroute.Config) { cfg.Policy = redisroute.Primary })
 			return apolloReader(r), func() { r.Close() }

@@ -51,7 +51,8 @@ type call struct {
 	left    int
 	events  chan event
 	done    chan struct{}
-	inbound int // attempts whose event has not arrived
+	inbound int        // attempts whose event has not arrived
+	live    []*attempt // attempts sent whose replies were not handled yet
 	// One alarm per call, set for the earliest of its wakeups, instead of
 	// a timer per attempt: a call that nothing slows down (its answers
 	// arrive before the first hedge is due) costs one timer, set and
@@ -300,6 +301,25 @@ func containsNode(ns []*node, n *node) bool {
 	return false
 }
 
+func removeAttempt(as []*attempt, a *attempt) []*attempt {
+	for i, x := range as {
+		if x == a {
+			return append(as[:i], as[i+1:]...)
+		}
+	}
+	return as
+}
+
+// carriesAny reports whether attempt a carries any of the commands idx.
+func carriesAny(a *attempt, idx []int) bool {
+	for _, i := range idx {
+		if slices.Contains(a.idx, i) {
+			return true
+		}
+	}
+	return false
+}
+
 func removeNode(ns []*node, n *node) []*node {
 	out := ns[:0]
 	for _, x := range ns {
@@ -325,6 +345,7 @@ func (c *call) launch(a *attempt) {
 		c.r.retries.deposit(1)
 	}
 	c.inbound++
+	c.live = append(c.live, a)
 	c.r.spawn(func() {
 		// Detached from the call's cancellation: a request to a hung node
 		// must stay outstanding (bounded by ReadTimeout) so the watchdog sees
@@ -343,6 +364,9 @@ func (c *call) launch(a *attempt) {
 	case !c.primaryOnly(a.idx):
 		if c.r.cfg.HedgeBudget > 0 {
 			c.after(a.node.hedgeDelay(c.r.cfg), event{hedge: a})
+		} else {
+			a.hedged = true // no hedging: only looked at
+			c.after(c.r.cfg.FailFastAfter, event{hedge: a})
 		}
 	case !c.anyWrite(a.idx):
 		// A fresh read is never hedged, but it must not wait out its
@@ -352,14 +376,7 @@ func (c *call) launch(a *attempt) {
 	}
 }
 
-func (c *call) anyWrite(idx []int) bool {
-	for _, i := range idx {
-		if c.cmds[i].Write {
-			return true
-		}
-	}
-	return false
-}
+func (c *call) anyWrite(idx []int) bool { return anyWrite(idx, c.cmds) }
 
 // primaryOnly reports whether any of the commands may only be served by
 // its primary: a write, or a fresh read. Such an attempt is never hedged.
@@ -381,7 +398,7 @@ func (c *call) after(d time.Duration, ev event) {
 // onHedge sends a backup of a slow read attempt to another node of the shard.
 func (c *call) onHedge(a *attempt) {
 	open := c.open(a.idx)
-	if len(open) == 0 {
+	if len(open) == 0 || a.done {
 		return
 	}
 	if a.hedged {
@@ -420,7 +437,11 @@ func (c *call) onHedge(a *attempt) {
 		c.noHedge(a, open, err)
 		return
 	}
-	a.hedged = c.hedge(s, n, open)
+	// One hedge at most, sent or denied; from then on the attempt is only
+	// looked at, in case every node its commands went to falls silent.
+	a.hedged = true
+	c.hedge(s, n, open)
+	c.rearm(a, c.r.cfg.FailFastAfter)
 }
 
 // hedge sends open to n as a hedge, if the hedge budget allows.
@@ -434,19 +455,21 @@ func (c *call) hedge(s *shard, n *node, open []int) bool {
 	return true
 }
 
-// onSilent looks again at a read attempt still unanswered that was hedged,
-// or is a hedge. Once every node its commands went to is hopeless, they go
-// to a node not tried yet or, if none is left that is not hopeless too (the
-// whole shard is silent), fail now rather than at their deadline.
+// onSilent looks again at a read attempt still unanswered that had its
+// hedge, or is one. Once every node still holding some of its commands is
+// hopeless, they go to a node not tried yet or, if none is left that is
+// not hopeless too (the whole shard is silent), fail now rather than at
+// their deadline. A node whose attempt already ended (refused, reset)
+// holds nothing: it is not waited for, only not tried again.
 func (c *call) onSilent(a *attempt, open []int) {
 	now := c.r.clock.Now()
-	tried := c.triedByAll(open)
-	for _, n := range tried {
-		if !c.r.hopeless(n, now) {
+	for _, x := range c.live {
+		if !c.r.hopeless(x.node, now) && carriesAny(x, open) {
 			c.rearm(a, c.r.cfg.FailFastAfter)
 			return
 		}
 	}
+	tried := c.triedByAll(open)
 	s := c.r.topo.Load().slots[Slot(c.cmds[open[0]].Key)]
 	if s == nil {
 		return
@@ -458,9 +481,8 @@ func (c *call) onSilent(a *attempt, open []int) {
 		}
 		return
 	}
-	if !c.hedge(s, n, open) {
-		c.rearm(a, c.r.cfg.FailFastAfter)
-	}
+	c.hedge(s, n, open)
+	c.rearm(a, c.r.cfg.FailFastAfter) // each attempt is looked at until it ends
 }
 
 // noHedge handles a slow read with nowhere to hedge: if its node is known
@@ -491,6 +513,8 @@ func (c *call) rearm(a *attempt, d time.Duration) {
 
 // onDone turns an attempt's replies into results, redirects or retries.
 func (c *call) onDone(a *attempt) {
+	a.done = true
+	c.live = removeAttempt(c.live, a)
 	var retryNow []int
 	redirects := map[string][]int{}
 	asks := map[string][]int{}

@@ -387,28 +387,45 @@ func TestAReadOfASilentShardFailsFastOnceTheRouterCanTell(t *testing.T) {
 		f.hang()
 	}
 	c := newFakeCluster(t, shards)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-	defer cancel()
-	res := c.exec(ctx, Read("GET", c.key(0)))
+	res := c.exec(longCtx(t), Read("GET", c.key(0)))
 	waitArrived(t, shards[0][1])
 	// The router is paused now and then for 3 × FailFastAfter: no node
 	// is blamed meanwhile.
 	start := c.clock.Now()
+	paused := 3 * c.r.cfg.FailFastAfter
 	var r Result
-	for i := 0; ; i++ {
+	for r.Err == nil {
 		select {
 		case out := <-res:
 			r = out[0]
 		case <-time.After(time.Millisecond):
-			if c.clock.Now().Sub(start) < 3*c.r.cfg.FailFastAfter {
+			if c.clock.Now().Sub(start) > 20*c.r.cfg.FailFastAfter {
+				t.Fatalf("the call still waits %s after its nodes fell silent", c.clock.Now().Sub(start))
+			}
+			if c.clock.Now().Sub(start) < paused {
 				c.r.stallFloor.Store(c.clock.Now().UnixNano())
 			}
 			c.clock.Advance(10 * time.Millisecond)
-			continue
 		}
-		break
 	}
 	if !errors.Is(r.Err, ErrUnavailable) {
 		t.Fatalf("got %+v, want ErrUnavailable once the shard's nodes count as hopeless", r)
+	}
+	if took := c.clock.Now().Sub(start); took < paused {
+		t.Errorf("failed %s after the nodes fell silent, while the router could not tell yet (%s)", took, paused)
+	}
+}
+
+// A read whose hedge was refused at once (the replica reset it) while its
+// first node hangs goes on to the node not tried yet: the refused node
+// holds nothing, so it is not waited for.
+func TestAReadWhoseHedgeWasRefusedGoesOnOnceItsNodeIsHopeless(t *testing.T) {
+	refused := &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}
+	shards := shard3(answer("p:1", 2), answer("a:1", 2), failAll(refused))
+	shards[0][1].hang()
+	c := newFakeCluster(t, shards)
+	r := c.advanceUntil(t, c.exec(longCtx(t), Read("GET", c.key(0))), 10*time.Millisecond)[0]
+	if r.Err != nil || r.Node != "p:1" {
+		t.Fatalf("got %+v, want the primary's answer once a:1 is hopeless", r)
 	}
 }

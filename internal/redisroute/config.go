@@ -87,6 +87,10 @@ type Config struct {
 	AckTimeout time.Duration
 	// PoolSize is the number of connections per node.
 	PoolSize int
+	// CoalesceAfter is how many sub-pipelines may be in flight to one node
+	// before further plain reads to it queue and go out together, in one
+	// pipeline, as the first returns (see coalescer). 0 sends each on its own.
+	CoalesceAfter int
 
 	// RefreshInterval is the periodic topology refresh.
 	RefreshInterval time.Duration
@@ -196,6 +200,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) *Flags {
 	fs.DurationVar(&c.CallTimeout, "redis-call-timeout", c.CallTimeout, "deadline of a Redis call when the request has none")
 	fs.DurationVar(&c.ReadTimeout, "redis-read-timeout", c.ReadTimeout, "socket read timeout per node")
 	fs.IntVar(&c.PoolSize, "redis-pool-size", c.PoolSize, "connections per Redis node")
+	fs.IntVar(&c.CoalesceAfter, "redis-coalesce-after", c.CoalesceAfter, "pipelines in flight to one node before further plain reads to it queue and go out merged in one (0 = never merge)")
 	fs.DurationVar(&c.HedgeMax, "redis-hedge-max", c.HedgeMax, "longest wait before a read is hedged to another node")
 	fs.Float64Var(&c.HedgeBudget, "redis-hedge-budget", c.HedgeBudget, "fraction of requests that may be hedged")
 	fs.DurationVar(&c.StallAfter, "redis-stall-after", c.StallAfter, "eject a node that answers nothing for this long while requests wait")
@@ -278,6 +283,9 @@ func (c Config) Validate() error {
 	}
 	if c.PoolSize < 1 {
 		errs = append(errs, fmt.Errorf("pool size must be at least 1, got %d", c.PoolSize))
+	}
+	if c.CoalesceAfter < 0 {
+		errs = append(errs, fmt.Errorf("coalesce after must be 0 (off) or more, got %d", c.CoalesceAfter))
 	}
 	for name, f := range map[string]float64{"hedge budget": c.HedgeBudget, "retry budget": c.RetryBudget, "max ejected fraction": c.MaxEjectedFraction} {
 		if f < 0 || f > 1 {

@@ -203,7 +203,7 @@ func newFakeCluster(t *testing.T, shards [][]*fakeNode, edit ...func(*Config)) *
 	for _, fs := range shards {
 		s := &shard{}
 		for k, f := range fs {
-			n := &node{addr: f.addr, pipe: f, m: m.forNode(f.addr)}
+			n := &node{addr: f.addr, pipe: f, reads: coalescer{after: cfg.CoalesceAfter}, m: m.forNode(f.addr)}
 			n.ewmaNanos.Store(int64(time.Millisecond))
 			r.nodes[f.addr] = n
 			top.nodes = append(top.nodes, n)

@@ -15,6 +15,7 @@ type node struct {
 	addr   string
 	client *redis.Client
 	pipe   pipeliner     // the request path; client, except in tests
+	reads  coalescer     // plain reads to pipe, merged when it is busy
 	probe  *redis.Client // separate, tiny pool: probes never queue behind stuck requests
 
 	ejected      atomic.Bool
@@ -55,7 +56,8 @@ func newNode(addr string, cfg Config, m *metrics) *node {
 	probeOpt.PoolSize = 1
 	probeOpt.PipelinePoolSize = -1
 	client := redis.NewClient(opt)
-	n := &node{addr: addr, client: client, pipe: goRedisPipeliner{client}, probe: redis.NewClient(&probeOpt), m: m.forNode(addr)}
+	n := &node{addr: addr, client: client, pipe: goRedisPipeliner{client}, reads: coalescer{after: cfg.CoalesceAfter},
+		probe: redis.NewClient(&probeOpt), m: m.forNode(addr)}
 	if cfg.PrimaryFallbackRate > 0 {
 		n.fallback = rate.NewLimiter(rate.Limit(cfg.PrimaryFallbackRate), max(cfg.PrimaryFallbackRate/10, 1))
 	}

@@ -188,7 +188,7 @@ func (r *Router) Exec(ctx context.Context, cmds []Cmd) Results {
 		defer cancel()
 	}
 	c := &call{r: r, ctx: ctx, cmds: cmds, res: res, st: make([]cmdState, len(cmds)), left: len(cmds),
-		events: make(chan event, 8), done: make(chan struct{})}
+		events: make(chan event, 8), done: make(chan struct{}), live: make([]*attempt, 0, 4)}
 	// Room for each command's first two nodes in one allocation, not one
 	// per command (a hedge or a retry is the second; more grow their own).
 	tried := make([]*node, 2*len(cmds))

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -107,13 +108,34 @@ func (in *instances) stop() {
 	}
 }
 
-// Create, Get, Heartbeat and Apply are the load balancer.
+// gone reports whether svc crashed (or stopped) since it was picked.
+func (in *instances) gone(svc *service) bool {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return !slices.Contains(in.svcs, svc)
+}
+
+// Create, Get, Heartbeat and Apply are the load balancer. A booking call
+// that failed because its instance died under it is sent once more, to a
+// live one, as a rider's app does when its connection is reset: the
+// request's idempotency key makes it the same booking if the first got
+// through (a create without one is not retried).
 func (in *instances) Create(ctx context.Context, req booking.Request) (booking.Booking, error) {
-	return in.pick().bookings.Create(ctx, req)
+	svc := in.pick()
+	b, err := svc.bookings.Create(ctx, req)
+	if err != nil && req.IdempotencyKey != "" && in.gone(svc) {
+		return in.pick().bookings.Create(ctx, req)
+	}
+	return b, err
 }
 
 func (in *instances) Get(ctx context.Context, id string) (booking.Booking, error) {
-	return in.pick().bookings.Get(ctx, id)
+	svc := in.pick()
+	b, err := svc.bookings.Get(ctx, id)
+	if err != nil && in.gone(svc) {
+		return in.pick().bookings.Get(ctx, id)
+	}
+	return b, err
 }
 
 func (in *instances) Heartbeat(ctx context.Context, id string, loc driver.Location, now time.Time) (driver.Driver, error) {

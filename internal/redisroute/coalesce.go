@@ -1,0 +1,110 @@
+package redisroute
+
+import (
+	"context"
+	"sync"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// coalescer merges the plain reads that concurrent calls send to one node
+// into fewer pipelines. Up to `after` sub-pipelines go to the node at once,
+// each on its own, as without it; once that many are in flight, further
+// reads queue, and when a pipeline returns, everything queued goes out in
+// one (sent by the first queued attempt's own sender: no goroutine is
+// added). Fewer, deeper pipelines cost fewer writes, reads and pool
+// checkouts per command when the node is busy, and nothing when it is not.
+//
+// Only plain reads are merged: no ASKING (it admits the one command after
+// it, which must stay its neighbour), no fence or WAIT (WAIT counts every
+// write sent before it on the connection) and no write. A merged pipeline
+// changes no command's meaning: each keeps its own reply or error, and a
+// failure of the pipeline as a whole (a connection that broke, a handshake
+// refused) reaches every command it hit, as it would have had each gone
+// alone (see stampPipelineErr, applied to the merged pipeline).
+type coalescer struct {
+	after int // sub-pipelines in flight before reads queue; 0: never merge
+
+	mu       sync.Mutex
+	inFlight int
+	queued   []*queuedRead
+}
+
+// queuedRead is one attempt's reads waiting for a merged pipeline.
+type queuedRead struct {
+	wire []redis.Cmder
+	err  error         // the first error among wire once sent, set before done closes
+	lead []*queuedRead // set for the attempt elected to send the merged pipeline
+	done chan struct{}
+}
+
+// exec sends wire, a plain-read attempt's commands, through p: at once if
+// fewer than `after` pipelines are in flight, otherwise merged with the
+// reads queued meanwhile.
+func (q *coalescer) exec(ctx context.Context, p pipeliner, wire []redis.Cmder) error {
+	q.mu.Lock()
+	if q.after == 0 || q.inFlight < q.after {
+		q.inFlight++
+		q.mu.Unlock()
+		err := p.Exec(ctx, wire)
+		stampPipelineErr(err, wire)
+		q.handOn()
+		return err
+	}
+	me := &queuedRead{wire: wire, done: make(chan struct{})}
+	q.queued = append(q.queued, me)
+	q.mu.Unlock()
+	<-me.done
+	if me.lead != nil {
+		q.flush(ctx, p, me.lead)
+		q.handOn()
+	}
+	return me.err
+}
+
+// handOn ends a pipeline in flight: the reads queued meanwhile are handed
+// to the first of them to send merged, or the slot is freed.
+func (q *coalescer) handOn() {
+	q.mu.Lock()
+	batch := q.queued
+	q.queued = nil
+	if len(batch) == 0 {
+		q.inFlight--
+	}
+	q.mu.Unlock()
+	if len(batch) > 0 {
+		batch[0].lead = batch
+		close(batch[0].done)
+	}
+}
+
+// flush sends the queued reads of batch as one pipeline and gives each
+// its outcome; batch[0] is the caller's own, already woken.
+func (q *coalescer) flush(ctx context.Context, p pipeliner, batch []*queuedRead) {
+	n := 0
+	for _, r := range batch {
+		n += len(r.wire)
+	}
+	wire := make([]redis.Cmder, 0, n)
+	for _, r := range batch {
+		wire = append(wire, r.wire...)
+	}
+	stampPipelineErr(p.Exec(ctx, wire), wire)
+	for i, r := range batch {
+		// What its own pipeline would have returned: its first error.
+		r.err = firstErr(r.wire)
+		if i > 0 {
+			close(r.done)
+		}
+	}
+}
+
+// firstErr is the first error among cmds, as go-redis reports a pipeline's.
+func firstErr(cmds []redis.Cmder) error {
+	for _, c := range cmds {
+		if err := c.Err(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
