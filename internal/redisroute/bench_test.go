@@ -18,8 +18,9 @@ import (
 
 // BenchmarkPipeline20HMGET is the steady-state throughput of the 2019 call,
 // pipelines of 20 HMGET, on the same cluster in the same run, for:
-//   - Apollo, replica-preferred (one replica per shard: 3 nodes a call) and
-//     on primaries;
+//   - Apollo, replica-preferred (one replica per shard: 3 nodes a call),
+//     the same with reads queued behind a busy pipeline merged
+//     (CoalesceAfter 1), and on primaries;
 //   - go-redis v9's ClusterClient on primaries (the plain client with
 //     Apollo's fan-out) and with ReadOnly (replica reads, up to 6 nodes);
 //   - rueidis on primaries and sending reads to replicas;
@@ -45,14 +46,6 @@ func BenchmarkPipeline20HMGET(b *testing.B) {
 		}},
 		{"apollo-replica-preferred-coalesce-1", func() (drill.Reader, func()) {
 			r := newRouter(b, c, func(cfg *redisroute.Config) { cfg.CoalesceAfter = 1 })
-			return apolloReader(r), func() { r.Close() }
-		}},
-		{"apollo-replica-preferred-coalesce-2", func() (drill.Reader, func()) {
-			r := newRouter(b, c, func(cfg *redisroute.Config) { cfg.CoalesceAfter = 2 })
-			return apolloReader(r), func() { r.Close() }
-		}},
-		{"apollo-replica-preferred-coalesce-4", func() (drill.Reader, func()) {
-			r := newRouter(b, c, func(cfg *redisroute.Config) { cfg.CoalesceAfter = 4 })
 			return apolloReader(r), func() { r.Close() }
 		}},
 		{"apollo-primary", func() (drill.Reader, func()) {

@@ -25,6 +25,7 @@ func TestConfigValidate(t *testing.T) {
 		{"budget above 1", func(c *redisroute.Config) { c.HedgeBudget = 2 }, "hedge budget must be within [0, 1]"},
 		{"fail fast before a stall", func(c *redisroute.Config) { c.FailFastAfter = c.StallAfter / 2 }, "shorter than stall after"},
 		{"pool of zero", func(c *redisroute.Config) { c.PoolSize = 0 }, "pool size"},
+		{"negative coalescing", func(c *redisroute.Config) { c.CoalesceAfter = -1 }, "coalesce after must be 0 (off) or more"},
 		{"negative fallback rate", func(c *redisroute.Config) { c.PrimaryFallbackRate = -1 }, "must not be negative"},
 		{"replica lag below Redis's resolution", func(c *redisroute.Config) { c.MaxReplicaLag = 500 * time.Millisecond }, "max replica lag must be at least 1s"},
 		{"zero replica check interval", func(c *redisroute.Config) { c.ReplicaCheckInterval = 0 }, "replica check interval must be positive"},
