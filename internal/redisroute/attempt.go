@@ -63,7 +63,7 @@ func (r *Router) send(ctx context.Context, a *attempt, cmds []Cmd) {
 	start := r.clock.Now()
 	a.node.begin(start)
 	var err error
-	if plain := !a.asking && fence == nil && wait == nil && !anyWrite(a.idx, cmds); plain {
+	if plain := !a.asking && fence == nil && wait == nil && !anyWrite(a.idx, cmds) && r.cfg.Policy != Legacy2019; plain {
 		err = a.node.reads.exec(ctx, a.node.pipe, wire)
 	} else {
 		err = a.node.pipe.Exec(ctx, wire)

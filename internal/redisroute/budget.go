@@ -39,3 +39,13 @@ func (b *budget) withdraw() bool {
 		}
 	}
 }
+
+// refund gives back a token withdrawn and not spent.
+func (b *budget) refund() {
+	for {
+		cur := b.milli.Load()
+		if b.milli.CompareAndSwap(cur, min(cur+1000, b.capMilli)) {
+			return
+		}
+	}
+}

@@ -365,7 +365,9 @@ func (c *call) launch(a *attempt) {
 		if c.r.cfg.HedgeBudget > 0 {
 			c.after(a.node.hedgeDelay(c.r.cfg), event{hedge: a})
 		} else {
-			a.hedged = true // no hedging: only looked at
+			// Not hedged at a delay, only looked at (see onSilent,
+			// which may still rescue it from the budget's burst).
+			a.hedged = true
 			c.after(c.r.cfg.FailFastAfter, event{hedge: a})
 		}
 	case !c.anyWrite(a.idx):
@@ -409,9 +411,7 @@ func (c *call) onHedge(a *attempt) {
 		// Fresh reads: only their primary may answer; fail them once it
 		// is hopeless, as a read with no other node left would.
 		if c.r.hopeless(a.node, c.r.clock.Now()) {
-			for _, i := range open {
-				c.finishErr(i, errFreshPrimaryStalled)
-			}
+			c.failEach(open, errFreshPrimaryStalled)
 			return
 		}
 		c.rearm(a, c.r.cfg.FailFastAfter)
@@ -427,9 +427,9 @@ func (c *call) onHedge(a *attempt) {
 		c.rearm(a, c.r.cfg.StallAfter)
 		return
 	}
-	t := c.r.topo.Load()
-	s := t.slots[Slot(c.cmds[open[0]].Key)]
+	s := c.r.topo.Load().slots[Slot(c.cmds[open[0]].Key)]
 	if s == nil {
+		c.rearm(a, c.r.cfg.FailFastAfter) // no slot map for it now: look again
 		return
 	}
 	n, _, err := c.r.pickRead(s, len(open), c.triedByAll(open))
@@ -440,63 +440,78 @@ func (c *call) onHedge(a *attempt) {
 	// One hedge at most, sent or denied; from then on the attempt is only
 	// looked at, in case every node its commands went to falls silent.
 	a.hedged = true
-	c.hedge(s, n, open)
+	if c.r.hedges.withdraw() {
+		c.hedge(s, n, open)
+	} else {
+		c.r.m.hedgeDenied.Add(float64(len(open)))
+	}
 	c.rearm(a, c.r.cfg.FailFastAfter)
 }
 
-// hedge sends open to n as a hedge, if the hedge budget allows.
-func (c *call) hedge(s *shard, n *node, open []int) bool {
-	if !c.r.hedges.withdraw() {
-		c.r.m.hedgeDenied.Add(float64(len(open)))
-		return false
-	}
+// hedge sends open to n as a hedge, its budget token already withdrawn.
+func (c *call) hedge(s *shard, n *node, open []int) {
 	c.r.m.hedgeSent.Add(float64(len(open)))
 	c.launch(&attempt{node: n, idx: open, via: ViaHedge, hedged: true, confirm: suspectFallback(s, n)})
+}
+
+// failEach fails each of the commands idx with err.
+func (c *call) failEach(idx []int, err error) {
+	for _, i := range idx {
+		c.finishErr(i, err)
+	}
+}
+
+// allSilent reports whether every attempt still holding some of the
+// commands idx is on a hopeless node. A node whose attempt already ended
+// (refused, reset) holds nothing: it is not waited for.
+func (c *call) allSilent(idx []int) bool {
+	now := c.r.clock.Now()
+	for _, x := range c.live {
+		if !c.r.hopeless(x.node, now) && carriesAny(x, idx) {
+			return false
+		}
+	}
 	return true
 }
 
 // onSilent looks again at a read attempt still unanswered that had its
 // hedge, or is one. Once every node still holding some of its commands is
 // hopeless, they go to a node not tried yet or, if none is left that is
-// not hopeless too (the whole shard is silent), fail now rather than at
-// their deadline. A node whose attempt already ended (refused, reset)
-// holds nothing: it is not waited for, only not tried again.
+// not hopeless too (the whole shard is silent) or the hedge budget is
+// spent, fail now rather than at their deadline.
 func (c *call) onSilent(a *attempt, open []int) {
-	now := c.r.clock.Now()
-	for _, x := range c.live {
-		if !c.r.hopeless(x.node, now) && carriesAny(x, open) {
-			c.rearm(a, c.r.cfg.FailFastAfter)
-			return
-		}
-	}
-	tried := c.triedByAll(open)
 	s := c.r.topo.Load().slots[Slot(c.cmds[open[0]].Key)]
-	if s == nil {
+	if !c.allSilent(open) || s == nil {
+		c.rearm(a, c.r.cfg.FailFastAfter)
 		return
 	}
-	n, _, err := c.r.pickRead(s, len(open), tried)
+	// The token first: a rescue the budget refuses charges nothing else
+	// (pickRead counts fallbacks and spends the primary's allowance).
+	if !c.r.hedges.withdraw() {
+		c.r.m.hedgeDenied.Add(float64(len(open)))
+		c.failEach(open, errSilentNoBudget)
+		return
+	}
+	n, _, err := c.r.pickRead(s, len(open), c.triedByAll(open))
 	if err != nil {
-		for _, i := range open {
-			c.finishErr(i, err)
-		}
+		c.r.hedges.refund()
+		c.failEach(open, err)
 		return
 	}
 	c.hedge(s, n, open)
 	c.rearm(a, c.r.cfg.FailFastAfter) // each attempt is looked at until it ends
 }
 
-// noHedge handles a slow read with nowhere to hedge: if its node is known
-// to be silent, the whole shard is out (a full outage), so the reads fail
-// now instead of at their deadline; otherwise look again once the node has
-// had time to count as hopeless.
+// noHedge handles a slow read with nowhere to hedge: if every node still
+// holding its commands is known to be silent, the whole shard is out (a
+// full outage), so the reads fail now instead of at their deadline;
+// otherwise look again once the nodes have had time to count as hopeless.
 func (c *call) noHedge(a *attempt, open []int, err error) {
-	if c.r.hopeless(a.node, c.r.clock.Now()) {
+	if c.allSilent(open) {
 		if err == nil {
 			err = errShardStalled
 		}
-		for _, i := range open {
-			c.finishErr(i, err)
-		}
+		c.failEach(open, err)
 		return
 	}
 	c.rearm(a, c.r.cfg.FailFastAfter)

@@ -429,3 +429,22 @@ func TestAReadWhoseHedgeWasRefusedGoesOnOnceItsNodeIsHopeless(t *testing.T) {
 		t.Fatalf("got %+v, want the primary's answer once a:1 is hopeless", r)
 	}
 }
+
+// A read whose nodes fell silent while the hedge budget is spent fails
+// once they count as hopeless, rather than waiting out its deadline for
+// a token (found by review: the budget runs dry in just such outages).
+func TestAReadOfASilentShardFailsFastWithTheHedgeBudgetSpent(t *testing.T) {
+	shards := shard3(answer("p:1", 2), answer("a:1", 2), answer("b:1", 2))
+	for _, f := range shards[0] {
+		f.hang()
+	}
+	c := newFakeCluster(t, shards, func(cfg *Config) { cfg.BudgetBurst = 0 })
+	start := c.clock.Now()
+	r := c.advanceUntil(t, c.exec(longCtx(t), Read("GET", c.key(0))), 10*time.Millisecond)[0]
+	if !errors.Is(r.Err, ErrUnavailable) || c.counter("hedges", "sent") != 0 {
+		t.Fatalf("got %+v with %v hedges sent, want ErrUnavailable and none", r, c.counter("hedges", "sent"))
+	}
+	if took := c.clock.Now().Sub(start); took > 3*c.r.cfg.FailFastAfter {
+		t.Errorf("failed after %s, want soon after %s (the node counts as hopeless)", took, c.r.cfg.FailFastAfter)
+	}
+}

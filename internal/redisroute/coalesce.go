@@ -17,11 +17,19 @@ import (
 //
 // Only plain reads are merged: no ASKING (it admits the one command after
 // it, which must stay its neighbour), no fence or WAIT (WAIT counts every
-// write sent before it on the connection) and no write. A merged pipeline
+// write sent before it on the connection), no write, and none of the
+// legacy policy's (sent with their caller's context). A merged pipeline
 // changes no command's meaning: each keeps its own reply or error, and a
-// failure of the pipeline as a whole (a connection that broke, a handshake
-// refused) reaches every command it hit, as it would have had each gone
-// alone (see stampPipelineErr, applied to the merged pipeline).
+// failure of the pipeline as a whole (a handshake refused) reaches every
+// command, as it would have had each gone alone (see stampPipelineErr,
+// applied to the merged pipeline). What merging does change is shared
+// fate: go-redis fails every command of a pipeline whose connection breaks
+// or times out, those answered before the break included, so such a break
+// fails every merged attempt, not only the one whose connection it would
+// have been; and a merged pipeline is one answer for the watchdog, so one
+// slower than StallAfter makes a busy node look stalled. Both cost retries
+// and hedges, never a wrong answer; it is off by default (see the README's
+// figures: it does not pay on loopback).
 type coalescer struct {
 	after int // sub-pipelines in flight before reads queue; 0: never merge
 
@@ -42,8 +50,13 @@ type queuedRead struct {
 // fewer than `after` pipelines are in flight, otherwise merged with the
 // reads queued meanwhile.
 func (q *coalescer) exec(ctx context.Context, p pipeliner, wire []redis.Cmder) error {
+	if q.after == 0 {
+		err := p.Exec(ctx, wire)
+		stampPipelineErr(err, wire)
+		return err
+	}
 	q.mu.Lock()
-	if q.after == 0 || q.inFlight < q.after {
+	if q.inFlight < q.after {
 		q.inFlight++
 		q.mu.Unlock()
 		err := p.Exec(ctx, wire)

@@ -36,20 +36,23 @@ func replyPerKey(_ int, cmds []redis.Cmder) error {
 }
 
 // brokenAfter answers the first n commands of a pipeline, then the
-// connection breaks: the rest carry the error, as go-redis sets it.
+// connection breaks. go-redis v9.23 (MaxRetries -1) then sets the error on
+// every command without one, those answered included
+// (generalProcessPipelineFrom → setCmdsErr), and returns it.
 func brokenAfter(n int) func(int, []redis.Cmder) error {
 	return func(_ int, cmds []redis.Cmder) error {
 		for i, c := range cmds {
 			if i < n {
 				c.(*redis.Cmd).SetVal(fmt.Sprint(c.Args()[1]))
-			} else {
-				c.SetErr(io.ErrUnexpectedEOF)
 			}
 		}
-		if n < len(cmds) {
-			return io.ErrUnexpectedEOF
+		if n >= len(cmds) {
+			return nil
 		}
-		return nil
+		for _, c := range cmds {
+			c.SetErr(io.ErrUnexpectedEOF)
+		}
+		return io.ErrUnexpectedEOF
 	}
 }
 
@@ -155,9 +158,12 @@ func TestMergedReadsEndAsEachAloneWould(t *testing.T) {
 	}
 }
 
-// A connection that breaks in the middle of a merged pipeline fails the
-// reads after the break and only those: the ones before were answered.
-func TestAMergedPipelineThatBreaksFailsOnlyTheReadsAfterTheBreak(t *testing.T) {
+// A connection that breaks in the middle of a merged pipeline fails every
+// read merged into it, those answered before the break too, as go-redis
+// fails every command of a broken pipeline: the shared fate merging costs
+// (each is retried or hedged as an unanswered read; none is answered
+// wrongly).
+func TestAMergedPipelineThatBreaksFailsEveryReadMergedIntoIt(t *testing.T) {
 	a, b, c := reads("a1", "a2"), reads("b1", "b2"), reads("c1")
 	// The merged pipeline is a1 a2 b1 b2 c1: it breaks after b1.
 	respond := func(call int, cmds []redis.Cmder) error {
@@ -170,8 +176,8 @@ func TestAMergedPipelineThatBreaksFailsOnlyTheReadsAfterTheBreak(t *testing.T) {
 	eof := "err:" + io.ErrUnexpectedEOF.Error()
 	want := []outcome{
 		{vals: []string{"k0"}},
-		{vals: []string{"a1", "a2"}},
-		{vals: []string{"b1", eof}, err: io.ErrUnexpectedEOF.Error()},
+		{vals: []string{eof, eof}, err: io.ErrUnexpectedEOF.Error()},
+		{vals: []string{eof, eof}, err: io.ErrUnexpectedEOF.Error()},
 		{vals: []string{eof}, err: io.ErrUnexpectedEOF.Error()},
 	}
 	if fmt.Sprint(got) != fmt.Sprint(want) {

@@ -18,6 +18,10 @@ var errPrimaryStalled = fmt.Errorf("%w: the primary is not answering; the write 
 // because its primary is not answering (a replica could answer stale).
 var errFreshPrimaryStalled = fmt.Errorf("%w: the primary is not answering; a read of the latest write cannot go to a replica", ErrUnavailable)
 
+// errSilentNoBudget: every node a read went to is not answering, and the
+// hedge budget has no token to send it elsewhere.
+var errSilentNoBudget = fmt.Errorf("%w: no node the read went to is answering, and the hedge budget is spent", ErrUnavailable)
+
 // errShardStalled: every node of the shard was tried or is hung.
 var errShardStalled = fmt.Errorf("%w: every node of the shard failed or is not answering", ErrUnavailable)
 
