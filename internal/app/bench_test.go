@@ -51,7 +51,6 @@ func BenchmarkBatchGet20(b *testing.B) {
 			}
 		})
 		b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "calls/s")
-		// The load generator (JSON, an HTTP client) runs in this process too.
 		b.ReportMetric((capacity.SelfCPU()-cpu)*1e6/float64(b.N), "cpu-µs/call")
 	})
 	b.Run("http", func(b *testing.B) {

@@ -63,11 +63,10 @@ func (r *Router) send(ctx context.Context, a *attempt, cmds []Cmd) {
 	start := r.clock.Now()
 	a.node.begin(start)
 	var err error
-	if plain := !a.asking && fence == nil && wait == nil && !anyWrite(a.idx, cmds) && r.cfg.Policy != Legacy2019; plain {
-		err = a.node.reads.exec(ctx, a.node.pipe, wire)
+	if a.node.reads.after > 0 && !a.asking && fence == nil && wait == nil && !anyWrite(a.idx, cmds) && r.cfg.Policy != Legacy2019 {
+		err = a.node.reads.exec(ctx, a.node.pipe, wire) // plain reads, to be merged
 	} else {
-		err = a.node.pipe.Exec(ctx, wire)
-		stampPipelineErr(err, wire)
+		err = execStamped(ctx, a.node.pipe, wire)
 	}
 	if wait != nil {
 		a.acked = wait.Val()

@@ -43,16 +43,15 @@ type wakeup struct {
 // Only the call's own goroutine touches its state; senders and timers talk
 // to it through events.
 type call struct {
-	r       *Router
-	ctx     context.Context
-	cmds    []Cmd
-	res     Results
-	st      []cmdState
-	left    int
-	events  chan event
-	done    chan struct{}
-	inbound int        // attempts whose event has not arrived
-	live    []*attempt // attempts sent whose replies were not handled yet
+	r      *Router
+	ctx    context.Context
+	cmds   []Cmd
+	res    Results
+	st     []cmdState
+	left   int
+	events chan event
+	done   chan struct{}
+	live   []*attempt // attempts sent whose replies were not handled yet
 	// One alarm per call, set for the earliest of its wakeups, instead of
 	// a timer per attempt: a call that nothing slows down (its answers
 	// arrive before the first hedge is due) costs one timer, set and
@@ -70,7 +69,6 @@ func (c *call) run(t *topology) {
 		case ev := <-c.events:
 			switch {
 			case ev.done != nil:
-				c.inbound--
 				c.onDone(ev.done)
 			case ev.alarm != 0:
 				if ev.alarm == c.alarmGen {
@@ -344,7 +342,6 @@ func (c *call) launch(a *attempt) {
 		c.r.hedges.deposit(1)
 		c.r.retries.deposit(1)
 	}
-	c.inbound++
 	c.live = append(c.live, a)
 	c.r.spawn(func() {
 		// Detached from the call's cancellation: a request to a hung node
@@ -370,15 +367,13 @@ func (c *call) launch(a *attempt) {
 			a.hedged = true
 			c.after(c.r.cfg.FailFastAfter, event{hedge: a})
 		}
-	case !c.anyWrite(a.idx):
+	case !anyWrite(a.idx, c.cmds):
 		// A fresh read is never hedged, but it must not wait out its
 		// deadline on a primary that answers nothing: look again once
 		// the primary could count as hopeless.
 		c.after(c.r.cfg.FailFastAfter, event{hedge: a})
 	}
 }
-
-func (c *call) anyWrite(idx []int) bool { return anyWrite(idx, c.cmds) }
 
 // primaryOnly reports whether any of the commands may only be served by
 // its primary: a write, or a fresh read. Such an attempt is never hedged.

@@ -51,16 +51,13 @@ type queuedRead struct {
 // reads queued meanwhile.
 func (q *coalescer) exec(ctx context.Context, p pipeliner, wire []redis.Cmder) error {
 	if q.after == 0 {
-		err := p.Exec(ctx, wire)
-		stampPipelineErr(err, wire)
-		return err
+		return execStamped(ctx, p, wire)
 	}
 	q.mu.Lock()
 	if q.inFlight < q.after {
 		q.inFlight++
 		q.mu.Unlock()
-		err := p.Exec(ctx, wire)
-		stampPipelineErr(err, wire)
+		err := execStamped(ctx, p, wire)
 		q.handOn()
 		return err
 	}
@@ -102,7 +99,7 @@ func (q *coalescer) flush(ctx context.Context, p pipeliner, batch []*queuedRead)
 	for _, r := range batch {
 		wire = append(wire, r.wire...)
 	}
-	stampPipelineErr(p.Exec(ctx, wire), wire)
+	execStamped(ctx, p, wire)
 	for i, r := range batch {
 		// What its own pipeline would have returned: its first error.
 		r.err = firstErr(r.wire)

@@ -30,6 +30,14 @@ func (p goRedisPipeliner) Exec(ctx context.Context, cmds []redis.Cmder) error {
 	return err
 }
 
+// execStamped sends cmds through p, the pipeline-level failure stamped on
+// every command (see stampPipelineErr): how every sub-pipeline is sent.
+func execStamped(ctx context.Context, p pipeliner, cmds []redis.Cmder) error {
+	err := p.Exec(ctx, cmds)
+	stampPipelineErr(err, cmds)
+	return err
+}
+
 // stampPipelineErr makes sure a pipeline-level failure is on every command.
 // go-redis v9 leaves a Redis error raised while setting up the connection
 // (AUTH or HELLO refused: WRONGPASS, NOAUTH) off the commands, which then
