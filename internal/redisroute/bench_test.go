@@ -6,6 +6,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 	"github.com/redis/rueidis"
 
@@ -36,21 +37,24 @@ import (
 func BenchmarkPipeline20HMGET(b *testing.B) {
 	c := clustertest.Start(b)
 	keys := seed(b, c)
+	// Each row's Apollo router keeps its metrics here, so that the row
+	// can say how many commands it hedged: on a shared machine a pause
+	// of the process hedges the calls it catches, which costs requests.
+	var reg *prometheus.Registry
+	apollo := func(edit ...func(*redisroute.Config)) (drill.Reader, func()) {
+		r := newRouterOn(b, c, reg, edit...)
+		return apolloReader(r), func() { r.Close() }
+	}
 	readers := []struct {
 		name string
 		open func() (drill.Reader, func())
 	}{
-		{"apollo-replica-preferred", func() (drill.Reader, func()) {
-			r := newRouter(b, c)
-			return apolloReader(r), func() { r.Close() }
-		}},
+		{"apollo-replica-preferred", func() (drill.Reader, func()) { return apollo() }},
 		{"apollo-replica-preferred-coalesce-1", func() (drill.Reader, func()) {
-			r := newRouter(b, c, func(cfg *redisroute.Config) { cfg.CoalesceAfter = 1 })
-			return apolloReader(r), func() { r.Close() }
+			return apollo(func(cfg *redisroute.Config) { cfg.CoalesceAfter = 1 })
 		}},
 		{"apollo-primary", func() (drill.Reader, func()) {
-			r := newRouter(b, c, func(cfg *redisroute.Config) { cfg.Policy = redisroute.Primary })
-			return apolloReader(r), func() { r.Close() }
+			return apollo(func(cfg *redisroute.Config) { cfg.Policy = redisroute.Primary })
 		}},
 		{"go-redis-v9-primary", func() (drill.Reader, func()) {
 			cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.Addrs()[:1]})
@@ -66,6 +70,7 @@ func BenchmarkPipeline20HMGET(b *testing.B) {
 	}
 	for _, rd := range readers {
 		b.Run(rd.name, func(b *testing.B) {
+			reg = prometheus.NewRegistry()
 			read, closeFn := rd.open()
 			defer closeFn()
 			b.SetParallelism(8) // 16 callers on 2 cores, as in the drills
@@ -85,8 +90,33 @@ func BenchmarkPipeline20HMGET(b *testing.B) {
 			})
 			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "calls/s")
 			b.ReportMetric((capacity.SelfCPU()-cpu)*1e6/float64(b.N), "cpu-µs/call")
+			if h, ok := counterValue(b, reg, "apollo_redis_hedges_total", "outcome", "sent"); ok {
+				b.ReportMetric(h/float64(b.N), "hedged-cmds/call")
+			}
 		})
 	}
+}
+
+// counterValue is the value of the counter name{label="value"} in reg,
+// and whether it is there.
+func counterValue(b *testing.B, reg *prometheus.Registry, name, label, value string) (float64, bool) {
+	mfs, err := reg.Gather()
+	if err != nil {
+		b.Fatalf("gather: %v", err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == label && l.GetValue() == value {
+					return m.GetCounter().GetValue(), true
+				}
+			}
+		}
+	}
+	return 0, false
 }
 
 // rueidisReader is rueidis's cluster client, reading from primaries or,

@@ -17,13 +17,19 @@ import (
 
 func newRouter(t testing.TB, c *localcluster.Cluster, edit ...func(*redisroute.Config)) *redisroute.Router {
 	t.Helper()
+	return newRouterOn(t, c, prometheus.NewRegistry(), edit...)
+}
+
+// newRouterOn is newRouter with its metrics on reg.
+func newRouterOn(t testing.TB, c *localcluster.Cluster, reg *prometheus.Registry, edit ...func(*redisroute.Config)) *redisroute.Router {
+	t.Helper()
 	cfg := redisroute.DefaultConfig()
 	cfg.Addrs = c.Addrs()[:1]
 	cfg.Username, cfg.Password = c.Config().User, c.Config().Password
 	for _, e := range edit {
 		e(&cfg)
 	}
-	r, err := redisroute.New(context.Background(), cfg, prometheus.NewRegistry(), nil)
+	r, err := redisroute.New(context.Background(), cfg, reg, nil)
 	if err != nil {
 		t.Fatalf("redisroute.New: %v", err)
 	}

@@ -26,11 +26,39 @@ func TestSlotMatchesRedis(t *testing.T) {
 	}
 }
 
+// crc16Bitwise is CRC-16/XMODEM as specified, a bit at a time
+// (polynomial 0x1021, initial value 0): what the table must give.
+func crc16Bitwise(s string) uint16 {
+	var crc uint16
+	for i := 0; i < len(s); i++ {
+		crc ^= uint16(s[i]) << 8
+		for b := 0; b < 8; b++ {
+			if crc&0x8000 != 0 {
+				crc = crc<<1 ^ 0x1021
+			} else {
+				crc <<= 1
+			}
+		}
+	}
+	return crc
+}
+
+func TestCRC16TableIsThePolynomial(t *testing.T) {
+	for b := 0; b < 256; b++ {
+		if got, want := crc16tab[b], crc16Bitwise(string([]byte{byte(b)})); got != want {
+			t.Errorf("crc16tab[%#x] = %#04x, want %#04x", b, got, want)
+		}
+	}
+}
+
 func FuzzSlot(f *testing.F) {
 	for _, s := range []string{"", "{", "}", "{}", "a{b}c", "{{}}", "driver:{42}"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, key string) {
+		if got, want := crc16(key), crc16Bitwise(key); got != want {
+			t.Fatalf("crc16(%q) = %#04x, the bitwise CRC is %#04x", key, got, want)
+		}
 		s := Slot(key)
 		if s < 0 || s >= numSlots {
 			t.Fatalf("Slot(%q) = %d, out of range", key, s)
