@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"os"
 	"sync"
 	"testing"
 	"time"
@@ -21,6 +22,9 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	if spec := os.Getenv(loadgenEnv); spec != "" {
+		os.Exit(loadgenMain(spec))
+	}
 	goleak.VerifyTestMain(m, goleak.IgnoreAnyFunction("github.com/redis/go-redis/v9/internal/pool.(*ConnPool).tryDial"))
 }
 
