@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -114,7 +113,7 @@ func (a responder) respond(w http.ResponseWriter, r *http.Request, v any) {
 
 // respondStatus is respond with another success status, e.g. 201.
 func (a responder) respondStatus(w http.ResponseWriter, r *http.Request, status int, v any) {
-	b, err := json.Marshal(v)
+	b, err := marshal(v)
 	if err != nil {
 		a.fail(w, r, fmt.Errorf("encode response: %w", err))
 		return
