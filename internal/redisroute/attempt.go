@@ -33,19 +33,34 @@ type attempt struct {
 // node's health. It is called on its own goroutine; the replies are read by
 // the call only after the attempt is reported on the call's event channel.
 func (r *Router) send(ctx context.Context, a *attempt, cmds []Cmd) {
-	var wire []redis.Cmder
+	// One array for the wire and the replies: room for an ASKING before
+	// each command, a fence and a WAIT; without ASKING the replies are
+	// the wire's first commands.
+	n := len(a.idx)
+	room := n + 2
+	if a.asking {
+		room += n + 1
+	}
+	wire := make([]redis.Cmder, 0, room)
 	// ASKING lets only the next command in: one before each.
 	asking := func() {
 		if a.asking {
 			wire = append(wire, redis.NewStatusCmd(ctx, "asking"))
 		}
 	}
-	a.replies = make([]redis.Cmder, len(a.idx))
+	if a.asking {
+		a.replies = make([]redis.Cmder, n)
+	}
 	for k, i := range a.idx {
 		c := redis.NewCmd(ctx, cmds[i].Args...)
-		a.replies[k] = c
 		asking()
 		wire = append(wire, c)
+		if a.asking {
+			a.replies[k] = c
+		}
+	}
+	if !a.asking {
+		a.replies = wire[:n:n]
 	}
 	var fence *redis.StatusCmd
 	if k := confirmedRead(a.idx, cmds, a.confirm); k >= 0 {

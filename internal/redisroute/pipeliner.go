@@ -23,9 +23,7 @@ type goRedisPipeliner struct{ c *redis.Client }
 
 func (p goRedisPipeliner) Exec(ctx context.Context, cmds []redis.Cmder) error {
 	pipe := p.c.Pipeline()
-	for _, c := range cmds {
-		pipe.Process(ctx, c)
-	}
+	pipe.BatchProcess(ctx, cmds...) // one copy of the slice, not one append a command
 	_, err := pipe.Exec(ctx)
 	return err
 }
