@@ -2,7 +2,13 @@ package redisroute_test
 
 import (
 	"context"
+	"flag"
+	"fmt"
+	"maps"
+	"math"
 	"math/rand/v2"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 
@@ -33,7 +39,8 @@ import (
 //
 // Each row reports calls/s and the CPU time of this process per call (the
 // load generator's share is the same in every row; Redis is other
-// processes). Run: go test -run '^$' -bench Pipeline20HMGET -benchtime 5s -count 3 ./internal/redisroute/
+// processes). Run: go test -run '^$' -bench Pipeline20HMGET -benchtime 5s ./internal/redisroute/
+// (-rounds n for other than 3 rounds).
 func BenchmarkPipeline20HMGET(b *testing.B) {
 	c := clustertest.Start(b)
 	keys := seed(b, c)
@@ -68,33 +75,108 @@ func BenchmarkPipeline20HMGET(b *testing.B) {
 		{"rueidis-replicas", func() (drill.Reader, func()) { return rueidisReader(b, c, true) }},
 		{"raw-pipelines", func() (drill.Reader, func()) { return rawReader(b, c) }},
 	}
-	for _, rd := range readers {
-		b.Run(rd.name, func(b *testing.B) {
-			reg = prometheus.NewRegistry()
-			read, closeFn := rd.open()
-			defer closeFn()
-			b.SetParallelism(8) // 16 callers on 2 cores, as in the drills
-			cpu := capacity.SelfCPU()
-			b.ResetTimer()
-			b.RunParallel(func(pb *testing.PB) {
-				rng := rand.New(rand.NewPCG(rand.Uint64(), 1))
-				batch := make([]string, 20)
-				for pb.Next() {
-					for i := range batch {
-						batch[i] = keys[rng.IntN(len(keys))]
-					}
-					if ok := read(context.Background(), batch); ok != len(batch) {
-						b.Errorf("%d of %d commands succeeded", ok, len(batch))
-					}
+	// The rows take turns, a round at a time, so that the machine's drift
+	// (other tenants of its cores come and go) falls on every row alike;
+	// the figures are the medians over rounds, each ratio taken within a
+	// round.
+	got := map[string][]rowFigures{}
+	for round := 1; round <= *benchRounds; round++ {
+		for _, rd := range readers {
+			b.Run(fmt.Sprintf("round-%d/%s", round, rd.name), func(b *testing.B) {
+				f := benchRow(b, keys, rd.open, &reg)
+				if len(got[rd.name]) < round {
+					got[rd.name] = append(got[rd.name], f)
 				}
+				got[rd.name][round-1] = f // the last run, of the final b.N
 			})
-			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "calls/s")
-			b.ReportMetric((capacity.SelfCPU()-cpu)*1e6/float64(b.N), "cpu-µs/call")
-			if h, ok := counterValue(b, reg, "apollo_redis_hedges_total", "outcome", "sent"); ok {
-				b.ReportMetric(h/float64(b.N), "hedged-cmds/call")
-			}
-		})
+		}
 	}
+	summarize(b, got)
+}
+
+// benchRounds is how many times each row of BenchmarkPipeline20HMGET runs.
+var benchRounds = flag.Int("rounds", 3, "rounds of BenchmarkPipeline20HMGET, each running every row once")
+
+// rowFigures is what one run of a row measured.
+type rowFigures struct{ calls, cpu float64 }
+
+// benchRow runs one row: 16 callers reading 20 random keys a call.
+func benchRow(b *testing.B, keys []string, open func() (drill.Reader, func()), reg **prometheus.Registry) rowFigures {
+	*reg = prometheus.NewRegistry()
+	read, closeFn := open()
+	defer closeFn()
+	b.SetParallelism(8) // 16 callers on 2 cores, as in the drills
+	cpu := capacity.SelfCPU()
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		rng := rand.New(rand.NewPCG(rand.Uint64(), 1))
+		batch := make([]string, 20)
+		for pb.Next() {
+			for i := range batch {
+				batch[i] = keys[rng.IntN(len(keys))]
+			}
+			if ok := read(context.Background(), batch); ok != len(batch) {
+				b.Errorf("%d of %d commands succeeded", ok, len(batch))
+			}
+		}
+	})
+	f := rowFigures{calls: float64(b.N) / b.Elapsed().Seconds(), cpu: (capacity.SelfCPU() - cpu) * 1e6 / float64(b.N)}
+	b.ReportMetric(f.calls, "calls/s")
+	b.ReportMetric(f.cpu, "cpu-µs/call")
+	if h, ok := counterValue(b, *reg, "apollo_redis_hedges_total", "outcome", "sent"); ok {
+		b.ReportMetric(h/float64(b.N), "hedged-cmds/call")
+	}
+	return f
+}
+
+// summarize prints each row's medians over the rounds, and Apollo
+// replica-preferred's ratio to go-redis on primaries and with ReadOnly,
+// round by round and their median.
+func summarize(b *testing.B, got map[string][]rowFigures) {
+	median := func(xs []float64) float64 {
+		xs = slices.Clone(xs)
+		slices.Sort(xs)
+		if n := len(xs); n%2 == 1 {
+			return xs[n/2]
+		} else if n > 0 {
+			return (xs[n/2-1] + xs[n/2]) / 2
+		}
+		return 0
+	}
+	var lines []string
+	for _, name := range slices.Sorted(maps.Keys(got)) {
+		var calls, cpu []float64
+		for _, f := range got[name] {
+			calls, cpu = append(calls, f.calls), append(cpu, f.cpu)
+		}
+		lines = append(lines, fmt.Sprintf("%-38s calls/s %v median %.0f, cpu-µs/call median %.1f", name, rounded(calls), median(calls), median(cpu)))
+	}
+	rp := got["apollo-replica-preferred"]
+	for _, base := range []string{"go-redis-v9-primary", "go-redis-v9-readonly"} {
+		var r []float64
+		for i, f := range got[base] {
+			if i < len(rp) {
+				r = append(r, rp[i].calls/f.calls)
+			}
+		}
+		if len(r) > 0 {
+			each := make([]string, len(r))
+			for i, x := range r {
+				each[i] = fmt.Sprintf("%.2f", x)
+			}
+			lines = append(lines, fmt.Sprintf("apollo-replica-preferred / %s: %s, median %.2f", base, strings.Join(each, " "), median(r)))
+		}
+	}
+	// Printed, not logged: a benchmark's log shows only with -v.
+	fmt.Println("summary over rounds:\n  " + strings.Join(lines, "\n  "))
+}
+
+func rounded(xs []float64) []int {
+	out := make([]int, len(xs))
+	for i, x := range xs {
+		out[i] = int(math.Round(x))
+	}
+	return out
 }
 
 // counterValue is the value of the counter name{label="value"} in reg,
