@@ -41,6 +41,9 @@ func (r batchResponse) appendJSON(b []byte) ([]byte, error) {
 	b = append(b, `,"missing":`...)
 	b = appendStrings(b, r.Missing)
 	b = append(b, `,"failed":`...)
+	if r.Failed != nil && len(r.Failed) == 0 { // the usual answer
+		return append(b, "[]}"...), nil
+	}
 	// Failures are few and rare: encoding/json's own encoding of them.
 	f, err := json.Marshal(r.Failed)
 	if err != nil {

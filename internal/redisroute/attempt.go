@@ -48,19 +48,16 @@ func (r *Router) send(ctx context.Context, a *attempt, cmds []Cmd) {
 			wire = append(wire, redis.NewStatusCmd(ctx, "asking"))
 		}
 	}
+	for _, i := range a.idx {
+		asking()
+		wire = append(wire, redis.NewCmd(ctx, cmds[i].Args...))
+	}
+	a.replies = wire[:n:n]
 	if a.asking {
 		a.replies = make([]redis.Cmder, n)
-	}
-	for k, i := range a.idx {
-		c := redis.NewCmd(ctx, cmds[i].Args...)
-		asking()
-		wire = append(wire, c)
-		if a.asking {
-			a.replies[k] = c
+		for k := range a.replies {
+			a.replies[k] = wire[2*k+1] // after its ASKING
 		}
-	}
-	if !a.asking {
-		a.replies = wire[:n:n]
 	}
 	var fence *redis.StatusCmd
 	if k := confirmedRead(a.idx, cmds, a.confirm); k >= 0 {

@@ -44,36 +44,34 @@ import (
 func BenchmarkPipeline20HMGET(b *testing.B) {
 	c := clustertest.Start(b)
 	keys := seed(b, c)
-	// Each row's Apollo router keeps its metrics here, so that the row
-	// can say how many commands it hedged: on a shared machine a pause
-	// of the process hedges the calls it catches, which costs requests.
-	var reg *prometheus.Registry
-	apollo := func(edit ...func(*redisroute.Config)) (drill.Reader, func()) {
-		r := newRouterOn(b, c, reg, edit...)
-		return apolloReader(r), func() { r.Close() }
+	// Each row's Apollo router keeps its metrics on the row's registry, so
+	// that the row can say how many commands it hedged: on a shared
+	// machine a pause of the process hedges the calls it catches, which
+	// costs requests. The other clients have none.
+	apollo := func(edit ...func(*redisroute.Config)) func(*prometheus.Registry) (drill.Reader, func()) {
+		return func(reg *prometheus.Registry) (drill.Reader, func()) {
+			r := newRouterOn(b, c, reg, edit...)
+			return apolloReader(r), func() { r.Close() }
+		}
 	}
 	readers := []struct {
 		name string
-		open func() (drill.Reader, func())
+		open func(*prometheus.Registry) (drill.Reader, func())
 	}{
-		{"apollo-replica-preferred", func() (drill.Reader, func()) { return apollo() }},
-		{"apollo-replica-preferred-coalesce-1", func() (drill.Reader, func()) {
-			return apollo(func(cfg *redisroute.Config) { cfg.CoalesceAfter = 1 })
-		}},
-		{"apollo-primary", func() (drill.Reader, func()) {
-			return apollo(func(cfg *redisroute.Config) { cfg.Policy = redisroute.Primary })
-		}},
-		{"go-redis-v9-primary", func() (drill.Reader, func()) {
+		{"apollo-replica-preferred", apollo()},
+		{"apollo-replica-preferred-coalesce-1", apollo(func(cfg *redisroute.Config) { cfg.CoalesceAfter = 1 })},
+		{"apollo-primary", apollo(func(cfg *redisroute.Config) { cfg.Policy = redisroute.Primary })},
+		{"go-redis-v9-primary", func(*prometheus.Registry) (drill.Reader, func()) {
 			cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.Addrs()[:1]})
 			return goRedisReader(cc), func() { cc.Close() }
 		}},
-		{"go-redis-v9-readonly", func() (drill.Reader, func()) {
+		{"go-redis-v9-readonly", func(*prometheus.Registry) (drill.Reader, func()) {
 			cc := newGoRedis(c)
 			return goRedisReader(cc), func() { cc.Close() }
 		}},
-		{"rueidis-primary", func() (drill.Reader, func()) { return rueidisReader(b, c, false) }},
-		{"rueidis-replicas", func() (drill.Reader, func()) { return rueidisReader(b, c, true) }},
-		{"raw-pipelines", func() (drill.Reader, func()) { return rawReader(b, c) }},
+		{"rueidis-primary", func(*prometheus.Registry) (drill.Reader, func()) { return rueidisReader(b, c, false) }},
+		{"rueidis-replicas", func(*prometheus.Registry) (drill.Reader, func()) { return rueidisReader(b, c, true) }},
+		{"raw-pipelines", func(*prometheus.Registry) (drill.Reader, func()) { return rawReader(b, c) }},
 	}
 	// The rows take turns, a round at a time, so that the machine's drift
 	// (other tenants of its cores come and go) falls on every row alike;
@@ -82,13 +80,14 @@ func BenchmarkPipeline20HMGET(b *testing.B) {
 	got := map[string][]rowFigures{}
 	for round := 1; round <= *benchRounds; round++ {
 		for _, rd := range readers {
+			var last *rowFigures // of the run with the final b.N; nil for a row -bench left out
 			b.Run(fmt.Sprintf("round-%d/%s", round, rd.name), func(b *testing.B) {
-				f := benchRow(b, keys, rd.open, &reg)
-				if len(got[rd.name]) < round {
-					got[rd.name] = append(got[rd.name], f)
-				}
-				got[rd.name][round-1] = f // the last run, of the final b.N
+				f := benchRow(b, keys, rd.open)
+				last = &f
 			})
+			if last != nil {
+				got[rd.name] = append(got[rd.name], *last)
+			}
 		}
 	}
 	summarize(b, got)
@@ -101,9 +100,9 @@ var benchRounds = flag.Int("rounds", 3, "rounds of BenchmarkPipeline20HMGET, eac
 type rowFigures struct{ calls, cpu float64 }
 
 // benchRow runs one row: 16 callers reading 20 random keys a call.
-func benchRow(b *testing.B, keys []string, open func() (drill.Reader, func()), reg **prometheus.Registry) rowFigures {
-	*reg = prometheus.NewRegistry()
-	read, closeFn := open()
+func benchRow(b *testing.B, keys []string, open func(*prometheus.Registry) (drill.Reader, func())) rowFigures {
+	reg := prometheus.NewRegistry()
+	read, closeFn := open(reg)
 	defer closeFn()
 	b.SetParallelism(8) // 16 callers on 2 cores, as in the drills
 	cpu := capacity.SelfCPU()
@@ -123,7 +122,7 @@ func benchRow(b *testing.B, keys []string, open func() (drill.Reader, func()), r
 	f := rowFigures{calls: float64(b.N) / b.Elapsed().Seconds(), cpu: (capacity.SelfCPU() - cpu) * 1e6 / float64(b.N)}
 	b.ReportMetric(f.calls, "calls/s")
 	b.ReportMetric(f.cpu, "cpu-µs/call")
-	if h, ok := counterValue(b, *reg, "apollo_redis_hedges_total", "outcome", "sent"); ok {
+	if h, series := counter(b, reg, "apollo_redis_hedges_total", "sent"); series > 0 {
 		b.ReportMetric(h/float64(b.N), "hedged-cmds/call")
 	}
 	return f
@@ -177,28 +176,6 @@ func rounded(xs []float64) []int {
 		out[i] = int(math.Round(x))
 	}
 	return out
-}
-
-// counterValue is the value of the counter name{label="value"} in reg,
-// and whether it is there.
-func counterValue(b *testing.B, reg *prometheus.Registry, name, label, value string) (float64, bool) {
-	mfs, err := reg.Gather()
-	if err != nil {
-		b.Fatalf("gather: %v", err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == label && l.GetValue() == value {
-					return m.GetCounter().GetValue(), true
-				}
-			}
-		}
-	}
-	return 0, false
 }
 
 // rueidisReader is rueidis's cluster client, reading from primaries or,

@@ -78,7 +78,7 @@ func TestPrimaryFallbackIsCappedAndVisible(t *testing.T) {
 }
 
 // counter sums the series of a counter family that carry labelValue ("" = all).
-func counter(t *testing.T, reg *prometheus.Registry, name, labelValue string) (sum float64, series int) {
+func counter(t testing.TB, reg *prometheus.Registry, name, labelValue string) (sum float64, series int) {
 	t.Helper()
 	mfs, err := reg.Gather()
 	if err != nil {

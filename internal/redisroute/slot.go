@@ -18,7 +18,7 @@ func Slot(key string) int {
 
 // crc16 is CRC-16/XMODEM, the checksum Redis Cluster uses for key slots,
 // a byte at a time from a table: every key of every call is hashed, and
-// the bit-at-a-time loop was a twentieth of the router's CPU per call.
+// the bit-at-a-time loop was about 3 % of the router's CPU per call.
 func crc16(s string) uint16 {
 	var crc uint16
 	for i := 0; i < len(s); i++ {
