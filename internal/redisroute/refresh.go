@@ -68,7 +68,8 @@ func (r *Router) refreshLoop() {
 }
 
 // refresh fetches CLUSTER SLOTS from healthy known nodes (then seeds) until
-// one answers, and installs the new topology.
+// one answers, keeps the replicas it leaves out that are in step
+// (omitted.go), and installs the new topology.
 func (r *Router) refresh(ctx context.Context, reason string) error {
 	var errs []error
 	for _, n := range r.refreshCandidates() {
@@ -83,6 +84,9 @@ func (r *Router) refresh(ctx context.Context, reason string) error {
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", n.addr, err))
 			continue
+		}
+		if old := r.topo.Load(); old != nil {
+			r.keepOmitted(ctx, old, t)
 		}
 		t.at = r.clock.Now()
 		if old := r.topo.Swap(t); old != nil {
