@@ -205,6 +205,7 @@ func newFakeCluster(t *testing.T, shards [][]*fakeNode, edit ...func(*Config)) *
 		for k, f := range fs {
 			n := &node{addr: f.addr, pipe: f, reads: coalescer{after: cfg.CoalesceAfter}, m: m.forNode(f.addr)}
 			n.ewmaNanos.Store(int64(time.Millisecond))
+			n.listedAt.Store(clk.Now().UnixNano()) // as the CLUSTER SLOTS answer this topology stands for
 			r.nodes[f.addr] = n
 			top.nodes = append(top.nodes, n)
 			if k == 0 {

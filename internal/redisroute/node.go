@@ -23,6 +23,7 @@ type node struct {
 	ewmaNanos    atomic.Int64 // recent round-trip time of a sub-batch
 	inflight     atomic.Int64
 	lastProgress atomic.Int64 // unix nanos of the last reply, or of going busy
+	listedAt     atomic.Int64 // unix nanos of the last CLUSTER SLOTS answer that listed it; see omitted.go
 
 	fallback *rate.Limiter // reads falling back to this node while it is a primary
 	probeOK  int           // consecutive successful probes; under the router's ejectMu

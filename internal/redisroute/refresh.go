@@ -85,10 +85,13 @@ func (r *Router) refresh(ctx context.Context, reason string) error {
 			errs = append(errs, fmt.Errorf("%s: %w", n.addr, err))
 			continue
 		}
-		if old := r.topo.Load(); old != nil {
+		t.at = r.clock.Now()
+		for _, n := range t.nodes {
+			n.listedAt.Store(t.at.UnixNano())
+		}
+		if old := r.topo.Load(); old != nil && r.cfg.Policy != Legacy2019 {
 			r.keepOmitted(ctx, old, t)
 		}
-		t.at = r.clock.Now()
 		if old := r.topo.Swap(t); old != nil {
 			r.m.forgetLeft(old, t)
 			r.noteDeparted(old, t)
@@ -104,14 +107,19 @@ func (r *Router) refresh(ctx context.Context, reason string) error {
 	return err
 }
 
-// refreshCandidates lists healthy topology nodes first, then the rest, then seeds.
+// refreshCandidates lists healthy topology nodes first, then the rest, then
+// seeds. A node kept though CLUSTER SLOTS left it out is not asked: the
+// cluster may have flagged it failed, cut off from gossip, with a slot
+// map that no longer holds.
 func (r *Router) refreshCandidates() []*node {
 	var healthy, rest []*node
 	if t := r.topo.Load(); t != nil {
 		for _, n := range t.nodes {
-			if n.healthy() {
+			switch {
+			case t.kept[n]:
+			case n.healthy():
 				healthy = append(healthy, n)
-			} else {
+			default:
 				rest = append(rest, n)
 			}
 		}

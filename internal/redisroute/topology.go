@@ -39,7 +39,8 @@ type topology struct {
 	slots  [numSlots]*shard
 	shards []*shard
 	nodes  []*node
-	at     time.Time // when the slot map was fetched
+	kept   map[*node]bool // nodes CLUSTER SLOTS left out, kept as replicas (omitted.go)
+	at     time.Time      // when the slot map was fetched
 }
 
 // String lists the shards as "primary>replica,replica; ...", marking ejected nodes with "!".
