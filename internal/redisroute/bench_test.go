@@ -26,8 +26,8 @@ import (
 // BenchmarkPipeline20HMGET is the steady-state throughput of the 2019 call,
 // pipelines of 20 HMGET, on the same cluster in the same run, for:
 //   - Apollo, replica-preferred (one replica per shard: 3 nodes a call),
-//     the same with reads queued behind a busy pipeline merged
-//     (CoalesceAfter 1), and on primaries;
+//     the same without merging the reads queued behind a busy pipeline
+//     (CoalesceAfter 0; the default is 1), and on primaries;
 //   - go-redis v9's ClusterClient on primaries (the plain client with
 //     Apollo's fan-out) and with ReadOnly (replica reads, up to 6 nodes);
 //   - rueidis on primaries and sending reads to replicas;
@@ -59,7 +59,7 @@ func BenchmarkPipeline20HMGET(b *testing.B) {
 		open func(*prometheus.Registry) (drill.Reader, func())
 	}{
 		{"apollo-replica-preferred", apollo()},
-		{"apollo-replica-preferred-coalesce-1", apollo(func(cfg *redisroute.Config) { cfg.CoalesceAfter = 1 })},
+		{"apollo-replica-preferred-no-coalescing", apollo(func(cfg *redisroute.Config) { cfg.CoalesceAfter = 0 })},
 		{"apollo-primary", apollo(func(cfg *redisroute.Config) { cfg.Policy = redisroute.Primary })},
 		{"go-redis-v9-primary", func(*prometheus.Registry) (drill.Reader, func()) {
 			cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.Addrs()[:1]})

@@ -28,8 +28,9 @@ import (
 // fails every merged attempt, not only the one whose connection it would
 // have been; and a merged pipeline is one answer for the watchdog, so one
 // slower than StallAfter makes a busy node look stalled. Both cost retries
-// and hedges, never a wrong answer; it is off by default (see the README's
-// figures: it does not pay on loopback).
+// and hedges, never a wrong answer. It is on by default (CoalesceAfter 1):
+// on a quiet machine it is what brings the router's CPU per call under the
+// plain client's (the README's throughput figures).
 type coalescer struct {
 	after int // sub-pipelines in flight before reads queue; 0: never merge
 

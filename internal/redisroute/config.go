@@ -89,7 +89,10 @@ type Config struct {
 	PoolSize int
 	// CoalesceAfter is how many sub-pipelines may be in flight to one node
 	// before further plain reads to it queue and go out together, in one
-	// pipeline, as the first returns (see coalescer). 0 sends each on its own.
+	// pipeline, as the first returns (see coalescer). 0 sends each on its
+	// own. 1 by default: it saves a fifth of the router's CPU per call under
+	// load (the README's throughput figures) and costs nothing when a node
+	// has one pipeline in flight or none.
 	CoalesceAfter int
 
 	// RefreshInterval is the periodic topology refresh.
@@ -154,6 +157,7 @@ func DefaultConfig() Config {
 		CallTimeout:          time.Second,
 		AckTimeout:           250 * time.Millisecond,
 		PoolSize:             32,
+		CoalesceAfter:        1,
 		RefreshInterval:      5 * time.Second,
 		RefreshMinInterval:   200 * time.Millisecond,
 		HedgeMin:             5 * time.Millisecond,
