@@ -239,3 +239,59 @@ func TestAReadQueuedBehindAHungNodeIsHedged(t *testing.T) {
 		t.Errorf("a:1 got %d pipelines, want 2 (the queued read sent once the first returned)", n)
 	}
 }
+
+// Only plain reads queue behind a busy pipeline: a write (with or without
+// acknowledgements), a confirmed read (its fence and WAIT must stay on the
+// connection of the read they confirm) and any read of the 2019 client's
+// policy (sent with its caller's context) go to the node at once.
+func TestOnlyPlainReadsQueueBehindABusyPipeline(t *testing.T) {
+	acked := func(c Cmd) Cmd { c.Acks = 1; return c }
+	fresh := func(c Cmd) Cmd { c.Fresh = true; return c }
+	cases := []struct {
+		name   string
+		policy Policy
+		target string // the node both calls go to
+		cmd    func(key string) Cmd
+		queues bool
+	}{
+		{"a plain read queues", Primary, "p:1", func(k string) Cmd { return Read("GET", k) }, true},
+		{"a write", Primary, "p:1", func(k string) Cmd { return Write("SET", k, "v") }, false},
+		{"a write with acknowledgements", Primary, "p:1", func(k string) Cmd { return acked(Write("SET", k, "v")) }, false},
+		{"a confirmed read", Primary, "p:1", func(k string) Cmd { return acked(fresh(Read("GET", k))) }, false},
+		{"a read of the 2019 policy", Legacy2019, "a:1", func(k string) Cmd { return Read("GET", k) }, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			shards := shard3(answer("p:1", 2), answer("a:1", 2), answer("b:1", 2))
+			shards[0] = shards[0][:2] // one replica: every replica read goes to a:1
+			c := newFakeCluster(t, shards, func(cfg *Config) { cfg.CoalesceAfter, cfg.Policy = 1, tc.policy })
+			f := map[string]*fakeNode{"p:1": shards[0][0], "a:1": shards[0][1]}[tc.target]
+			release := f.hang()
+			first := c.exec(longCtx(t), Read("GET", c.key(0)))
+			waitArrived(t, f)
+			second := c.exec(longCtx(t), tc.cmd(c.key(0)))
+			q := &c.nodes[tc.target].reads
+			if tc.queues {
+				waitQueued(t, q, 1)
+			} else {
+				waitArrived(t, f) // sent on its own, while the first is in flight
+				q.mu.Lock()
+				if n := len(q.queued); n != 0 {
+					t.Errorf("%d queued, want none", n)
+				}
+				q.mu.Unlock()
+			}
+			release()
+			for _, res := range []<-chan Results{first, second} {
+				select {
+				case r := <-res:
+					if r[0].Err != nil {
+						t.Errorf("got %v", r[0].Err)
+					}
+				case <-time.After(5 * time.Second):
+					t.Fatal("no answer")
+				}
+			}
+		})
+	}
+}

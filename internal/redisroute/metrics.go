@@ -39,7 +39,7 @@ type nodeMetrics struct {
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	m := &metrics{
 		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name: "apollo_redis_node_latency_seconds", Help: "Round-trip time of successful requests (sub-pipelines) per node.",
+			Name: "apollo_redis_node_latency_seconds", Help: "Time from sending (or queueing, for reads merged behind another pipeline) to the reply of successful requests (sub-pipelines) per node.",
 			Buckets: []float64{.0002, .0005, .001, .002, .005, .01, .025, .05, .1, .25, .5, 1},
 		}, []string{"node"}),
 		nodeErrors: prometheus.NewCounterVec(prometheus.CounterOpts{

@@ -133,7 +133,8 @@ func (r *Router) every(d time.Duration, f func()) {
 // Close stops the background goroutines, ends the calls in flight (their
 // unanswered commands fail with ErrClosed, a write that may have been sent
 // as ambiguous), waits for the requests they sent (bounded by the read
-// timeout) and closes every connection.
+// timeout; twice that for a read queued behind another, see coalescer) and
+// closes every connection.
 func (r *Router) Close() error {
 	r.callsMu.Lock()
 	if r.closed.Swap(true) {
