@@ -226,7 +226,9 @@ func (c *call) dispatch(t *topology, idx []int, via Via) {
 			// see the latest write: a replica's answer may be stale, so
 			// neither ever goes elsewhere, however slow the primary.
 			if c.r.hopeless(g.s.primary, c.r.clock.Now()) {
-				// Not sent, so not ambiguous: the caller learns now, not at its deadline.
+				// Not sent, so not ambiguous: the caller learns now, not at its
+				// deadline. A failover may have replaced the primary.
+				c.r.requestRefresh(refreshPrimaryStalled)
 				err := errPrimaryStalled
 				if !g.write {
 					err = errFreshPrimaryStalled
@@ -406,6 +408,7 @@ func (c *call) onHedge(a *attempt) {
 		// Fresh reads: only their primary may answer; fail them once it
 		// is hopeless, as a read with no other node left would.
 		if c.r.hopeless(a.node, c.r.clock.Now()) {
+			c.r.requestRefresh(refreshPrimaryStalled) // a failover may have replaced it
 			c.failEach(open, errFreshPrimaryStalled)
 			return
 		}

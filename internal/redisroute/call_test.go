@@ -244,6 +244,42 @@ func TestAFreshReadFailsFastWhenItsPrimaryIsSilent(t *testing.T) {
 	}
 }
 
+// A primary that answers nothing may have been replaced by a failover
+// the router has not heard of: the calls it fails fast, a fresh read in
+// flight and a write not sent, each ask for a new slot map, so that the
+// router finds the new primary at once, not at its next periodic refresh
+// (up to RefreshInterval of writes failed for nothing).
+func TestCallsFailedForASilentPrimaryAskForANewSlotMap(t *testing.T) {
+	shards := shard3(answer("p:1", 2), answer("a:1", 2), answer("b:1", 2))
+	shards[0][0].hang()
+	c := newFakeCluster(t, shards)
+	requested := func() string {
+		select {
+		case reason := <-c.r.refreshCh:
+			return reason
+		default:
+			return ""
+		}
+	}
+	res := c.exec(longCtx(t), Cmd{Args: []any{"GET", c.key(0)}, Key: c.key(0), Fresh: true})
+	waitArrived(t, shards[0][0])
+	c.waitTimers(t, 1)
+	requested() // whatever came before the primary counted as silent
+	c.clock.Advance(c.r.cfg.FailFastAfter)
+	if r := (<-res)[0]; !errors.Is(r.Err, ErrUnavailable) {
+		t.Fatalf("fresh read: got %+v, want ErrUnavailable once the primary is hopeless", r)
+	}
+	if got := requested(); got != refreshPrimaryStalled {
+		t.Errorf("after a fresh read failed on a silent primary: refresh requested %q, want %q", got, refreshPrimaryStalled)
+	}
+	if r := (<-c.exec(longCtx(t), Write("SET", c.key(0), "v")))[0]; !errors.Is(r.Err, errPrimaryStalled) {
+		t.Fatalf("write: got %+v, want errPrimaryStalled", r)
+	}
+	if got := requested(); got != refreshPrimaryStalled {
+		t.Errorf("after a write was not sent to a silent primary: refresh requested %q, want %q", got, refreshPrimaryStalled)
+	}
+}
+
 // recordWire answers like answer and records each command's name and
 // first argument, in the order they were sent.
 func recordWire(addr string, acks int64, fenceErr error, wire *[]string) func(int, []redis.Cmder) error {

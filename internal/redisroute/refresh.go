@@ -16,6 +16,9 @@ const (
 	refreshNotServed = "not_served" // READONLY, LOADING
 	refreshClusterDn = "clusterdown"
 	refreshNoNode    = "no_node"
+	// A call failed fast on a primary that answers nothing: a failover
+	// may have replaced it.
+	refreshPrimaryStalled = "primary_stalled"
 )
 
 // requestRefresh asks the refresher for a new topology. It never blocks:
