@@ -16,6 +16,7 @@ type metrics struct {
 	replicaBehind  *prometheus.GaugeVec
 	refreshes      *prometheus.CounterVec
 	refreshDeduped prometheus.Counter
+	kept           prometheus.Counter // omitted.go
 	hedges         *prometheus.CounterVec
 	retries        *prometheus.CounterVec
 	fallbacks      *prometheus.CounterVec
@@ -60,6 +61,9 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		refreshDeduped: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "apollo_redis_topology_refresh_requests_deduplicated_total", Help: "Refresh requests folded into one already pending.",
 		}),
+		kept: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "apollo_redis_omitted_replicas_kept_total", Help: "Replicas a topology refresh kept though CLUSTER SLOTS left them out, because their primary listed them online and in step (one per refresh and replica).",
+		}),
 		hedges: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "apollo_redis_hedges_total", Help: "Read commands hedged to a second node: sent, won (the hedge answered first), denied (budget).",
 		}, []string{"outcome"}),
@@ -86,7 +90,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	if reg == nil {
 		return m, nil
 	}
-	for _, c := range []prometheus.Collector{m.latency, m.nodeErrors, m.ejections, m.ejected, m.replicaBehind, m.refreshes, m.refreshDeduped, m.hedges, m.retries, m.fallbacks, m.commands, m.subscriptionsLost} {
+	for _, c := range []prometheus.Collector{m.latency, m.nodeErrors, m.ejections, m.ejected, m.replicaBehind, m.refreshes, m.refreshDeduped, m.kept, m.hedges, m.retries, m.fallbacks, m.commands, m.subscriptionsLost} {
 		if err := reg.Register(c); err != nil {
 			return nil, errors.Join(errors.New("register redisroute metrics"), err)
 		}

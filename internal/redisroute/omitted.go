@@ -90,6 +90,7 @@ func (r *Router) keepOmitted(ctx context.Context, old, now *topology) {
 				now.kept = map[*node]bool{}
 			}
 			now.kept[n] = true
+			r.m.kept.Inc()
 			r.log.Info("redis replica kept: CLUSTER SLOTS leaves it out, its primary lists it in step",
 				"node", n.addr, "primary", s.primary.addr)
 		}

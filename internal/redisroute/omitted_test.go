@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -154,6 +155,13 @@ func TestARefreshKeepsAReplicaClusterSlotsOmitsWhileItsPrimaryListsIt(t *testing
 			}
 			if got := g.askedForINFO(); got != tc.wantInfo {
 				t.Errorf("a asked for INFO: %v, want %v (commands %v)", got, tc.wantInfo, g.af.commands())
+			}
+			wantKept := 0.0
+			if tc.wantB && !tc.bListed {
+				wantKept = 1
+			}
+			if got := testutil.ToFloat64(g.c.r.m.kept); got != wantKept {
+				t.Errorf("apollo_redis_omitted_replicas_kept_total = %v, want %v", got, wantKept)
 			}
 		})
 	}
