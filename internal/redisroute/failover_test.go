@@ -148,7 +148,7 @@ func TestPrimaryHangFailsOverAndWritesFollow(t *testing.T) {
 	start := time.Now()
 	wctx, stopWrites := context.WithTimeout(context.Background(), 16*time.Second)
 	defer stopWrites()
-	writesDone := make(chan []writeOutcome)
+	writesDone := make(chan []writeOutcome, 1) // writeLoad ends, and is not left blocked, if the test fails first
 	go func() { writesDone <- writeLoad(wctx, r, 4, start) }()
 	time.Sleep(2 * time.Second)
 	if err := primary.Pause(); err != nil {
@@ -164,17 +164,25 @@ func TestPrimaryHangFailsOverAndWritesFollow(t *testing.T) {
 	promoted := time.Since(start)
 	writes := <-writesDone
 
-	var failed int
+	var failed, okAfter int
 	var lastFail time.Duration
 	for _, w := range writes {
-		if w.err != nil {
+		switch {
+		case w.err != nil:
 			failed++
 			lastFail = max(lastFail, w.at)
+		case w.at > promoted:
+			okAfter++
 		}
 	}
+	if okAfter == 0 {
+		t.Fatalf("no write succeeded after the promotion (seen at %s): nothing to measure", promoted.Round(time.Millisecond))
+	}
 	after := lastFail - promoted
-	t.Logf("writes: %d, %d failed; promotion seen at %s, last failure %s after it", len(writes), failed,
-		promoted.Round(time.Millisecond), after.Round(time.Millisecond))
+	// after is negative when the router found the new primary before this
+	// test's polling of the cluster saw the promotion.
+	t.Logf("writes: %d, %d failed; promotion seen at %s, last failure at %s (%s after it), %d writes ok after it",
+		len(writes), failed, promoted.Round(time.Millisecond), lastFail.Round(time.Millisecond), after.Round(time.Millisecond), okAfter)
 	// A write in flight at the promotion may wait out its read timeout
 	// (1 s); the refresh it then asks for is at most RefreshMinInterval
 	// away. Waiting for the periodic refresh would leave up to 5 s.
