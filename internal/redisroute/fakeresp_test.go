@@ -9,6 +9,9 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // fakeRESP is a TCP server that speaks just enough RESP to pin how
@@ -86,6 +89,25 @@ func (f *fakeRESP) close() {
 	}
 	f.mu.Unlock()
 	f.wg.Wait()
+}
+
+// bulkOrError is the reply line for text: an error line ("-ERR ...") as
+// it is, anything else as a bulk string.
+func bulkOrError(text string) string {
+	if strings.HasPrefix(text, "-") {
+		return text
+	}
+	return fmt.Sprintf("$%d\r\n%s", len(text), text)
+}
+
+// probeFakes points every node's probe client at its address, a fakeRESP,
+// with the router's probe settings that matter here (RESP2, no retries).
+func probeFakes(t *testing.T, c *fakeCluster) {
+	for _, n := range c.nodes {
+		n.probe = redis.NewClient(&redis.Options{Addr: n.addr, Protocol: 2, MaxRetries: -1, DisableIdentity: true,
+			DialTimeout: 100 * time.Millisecond})
+		t.Cleanup(func() { n.probe.Close() })
+	}
 }
 
 // readCommand reads one RESP array of bulk strings.

@@ -37,11 +37,16 @@ import (
 func (r *Router) keptFor() time.Duration { return 2 * r.cfg.RefreshInterval }
 
 // omittedNodes lists, for each shard of now, the nodes of old's shards
-// serving any of its slots that now has nowhere.
+// serving any of its slots that now has nowhere. When now has every node
+// of old, as on nearly every refresh, it returns nil without walking the
+// slots.
 func omittedNodes(old, now *topology) map[*shard][]*node {
 	in := map[*node]bool{}
 	for _, n := range now.nodes {
 		in[n] = true
+	}
+	if !slices.ContainsFunc(old.nodes, func(n *node) bool { return !in[n] }) {
+		return nil
 	}
 	out := map[*shard][]*node{}
 	seen := map[[2]*shard]bool{}

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
-	"github.com/redis/go-redis/v9"
 )
 
 // clusterSlotsReply is a CLUSTER SLOTS answer (RESP2) giving every slot to
@@ -48,11 +47,7 @@ func newOmittedRig(t *testing.T, edit ...func(*Config)) *omittedRig {
 			case "CLUSTER":
 				return *g.view.Load()
 			case "INFO":
-				s := info()
-				if strings.HasPrefix(s, "-") {
-					return s
-				}
-				return fmt.Sprintf("$%d\r\n%s", len(s), s)
+				return bulkOrError(info())
 			}
 			return "+OK"
 		}
@@ -62,11 +57,7 @@ func newOmittedRig(t *testing.T, edit ...func(*Config)) *omittedRig {
 	g.a, g.b = g.af.addr(), bf.addr()
 	p := deadPrimary
 	g.c = newFakeCluster(t, [][]*fakeNode{{newFakeNode(p, answer(p, 2)), newFakeNode(g.a, answer(g.a, 2)), newFakeNode(g.b, answer(g.b, 2))}}, edit...)
-	for _, n := range g.c.nodes {
-		n.probe = redis.NewClient(&redis.Options{Addr: n.addr, Protocol: 2, MaxRetries: -1, DisableIdentity: true,
-			DialTimeout: 100 * time.Millisecond})
-		t.Cleanup(func() { n.probe.Close() })
-	}
+	probeFakes(t, g.c)
 	g.c.nodes[p].ejected.Store(true) // the router has seen it die
 	return g
 }

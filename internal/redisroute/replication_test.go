@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
-	"github.com/redis/go-redis/v9"
 )
 
 // The INFO replication shapes below are those of redis-server 7.0 in a
@@ -201,11 +200,7 @@ func TestCheckReplicationMarksAndClears(t *testing.T) {
 			default:
 				return "+OK"
 			}
-			s := *info.Load()
-			if strings.HasPrefix(s, "-") {
-				return s
-			}
-			return fmt.Sprintf("$%d\r\n%s", len(s), s)
+			return bulkOrError(*info.Load())
 		}
 	}
 	pf, af, bf := startFakeRESP(t, serve(&pInfo)), startFakeRESP(t, serve(&aInfo)), startFakeRESP(t, serve(&bInfo))
@@ -216,10 +211,7 @@ func TestCheckReplicationMarksAndClears(t *testing.T) {
 	both := primaryINFO("ip=127.0.0.1,port="+port(a)+",state=online,offset=182,lag=0", "ip=127.0.0.1,port="+port(b)+",state=online,offset=182,lag=0")
 
 	c := newFakeCluster(t, [][]*fakeNode{{newFakeNode(p, answer(p, 2)), newFakeNode(a, answer(a, 2)), newFakeNode(b, answer(b, 2))}})
-	for _, n := range c.nodes {
-		n.probe = redis.NewClient(&redis.Options{Addr: n.addr, Protocol: 2, MaxRetries: -1, DisableIdentity: true})
-		t.Cleanup(func() { n.probe.Close() })
-	}
+	probeFakes(t, c)
 	var logs bytes.Buffer
 	c.r.log = slog.New(slog.NewTextHandler(&logs, nil))
 	behind := func(addr string) float64 { return testutil.ToFloat64(c.r.m.replicaBehind.WithLabelValues(addr)) }
