@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"os/exec"
 	"testing"
 	"time"
 
@@ -17,7 +18,8 @@ import (
 // loopback, from a load generator in another process), against a real
 // 3 × 2 cluster with replica-preferred reads. cpu-µs/call is this
 // process's: the store row's callers are goroutines of it, the HTTP row's
-// load generator reports its own CPU apart.
+// load generator reports its own CPU apart. The load generator is wrk when
+// it is installed (http-wrk) and Go's net/http client always (http-go).
 // Run: go test -run '^$' -bench BatchGet20 -benchtime 5s ./internal/app/
 func BenchmarkBatchGet20(b *testing.B) {
 	c := clustertest.Start(b)
@@ -52,21 +54,29 @@ func BenchmarkBatchGet20(b *testing.B) {
 		b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "calls/s")
 		b.ReportMetric((capacity.SelfCPU()-cpu)*1e6/float64(b.N), "cpu-µs/call")
 	})
-	b.Run("http", func(b *testing.B) {
-		// The load generator is another process (this test binary, see
-		// TestMain), so that this process's CPU is the server's alone:
-		// the HTTP API, the store and the router. The two share the
-		// machine's cores, as a client on the same host would.
-		cpu := capacity.SelfCPU()
-		b.ResetTimer()
-		got := runLoadgen(b, loadgenSpec{URL: api + "/v1/drivers/batch-get", Calls: b.N, Workers: 16, IDs: len(ids)})
-		b.StopTimer()
-		server := capacity.SelfCPU() - cpu
-		if got.Failed > 0 {
-			b.Errorf("%d of %d calls failed: %s", got.Failed, got.Calls, got.FirstError)
+	// The load generator is another process, so that this process's CPU
+	// is the server's alone: the HTTP API, the store and the router. The
+	// two share the machine's cores, as a client on the same host would.
+	httpRow := func(run func(*testing.B, loadgenSpec) loadgenResult) func(*testing.B) {
+		return func(b *testing.B) {
+			cpu := capacity.SelfCPU()
+			b.ResetTimer()
+			got := run(b, loadgenSpec{URL: api + "/v1/drivers/batch-get", Calls: b.N, Workers: 16, IDs: len(ids)})
+			b.StopTimer()
+			server := capacity.SelfCPU() - cpu
+			if got.Failed > 0 {
+				b.Errorf("%d of %d calls failed: %s", got.Failed, got.Calls, got.FirstError)
+			}
+			// ns/op from the calls made: wrk runs for a time, whatever b.N.
+			b.ReportMetric(got.Seconds*1e9/float64(got.Calls), "ns/op")
+			b.ReportMetric(float64(got.Calls)/got.Seconds, "calls/s")
+			b.ReportMetric(server*1e6/float64(got.Calls), "cpu-µs/call")
+			b.ReportMetric(got.CPU*1e6/float64(got.Calls), "loadgen-cpu-µs/call")
 		}
-		b.ReportMetric(float64(got.Calls)/got.Seconds, "calls/s")
-		b.ReportMetric(server*1e6/float64(got.Calls), "cpu-µs/call")
-		b.ReportMetric(got.CPU*1e6/float64(got.Calls), "loadgen-cpu-µs/call")
-	})
+	}
+	if wrk, err := exec.LookPath("wrk"); err == nil {
+		b.Run("http-wrk", httpRow(func(b *testing.B, spec loadgenSpec) loadgenResult { return runWrk(b, wrk, wrkDuration(), spec) }))
+	}
+	// Go's client, this test binary run as a child (see TestMain).
+	b.Run("http-go", httpRow(runLoadgen))
 }
