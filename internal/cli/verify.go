@@ -30,7 +30,9 @@ slack, the same Spampede rules on every instance.
 
 Faults: replica-crash, replica-hang, primary-crash (heals after a replica is
 promoted), primary-hang, handshake (one node refuses Apollo's password),
-instance-kill (SIGKILL of one apollo instance, restarted), primary-partition
+instance-kill (SIGKILL of one apollo instance, restarted), instance-pause
+(SIGSTOP of one apollo instance for the fault's length, then SIGCONT: it
+wakes holding leases and claims that have run out), primary-partition
 (a primary cut off from the other nodes by iptables while Apollo still
 reaches it, until a replica is promoted: needs iptables and root),
 cluster-restart (every node killed and restarted from its data directory:

@@ -115,7 +115,27 @@ func (in *Instance) killLocked() error {
 	return err
 }
 
+// Pause stops the process where it is (SIGSTOP), as a long GC pause, a
+// VM frozen for migration or a debugger would: its leases and claims run
+// out while it holds them, requests sent to it wait in its sockets, and
+// when it is resumed (SIGCONT) it carries on from what it believed
+// before the pause.
+func (in *Instance) Pause() error { return in.signal(syscall.SIGSTOP) }
+
+// Resume continues a paused process.
+func (in *Instance) Resume() error { return in.signal(syscall.SIGCONT) }
+
+func (in *Instance) signal(sig syscall.Signal) error {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if in.cmd == nil || in.cmd.Process == nil {
+		return fmt.Errorf("%s is not running", in.Name)
+	}
+	return in.cmd.Process.Signal(sig)
+}
+
 // Stop asks the process to shut down (SIGTERM), then kills it after 10 s.
+// A paused process is continued, or it would not hear the SIGTERM.
 func (in *Instance) Stop() error {
 	in.mu.Lock()
 	defer in.mu.Unlock()
@@ -123,6 +143,7 @@ func (in *Instance) Stop() error {
 		return nil
 	}
 	_ = in.cmd.Process.Signal(syscall.SIGTERM)
+	_ = in.cmd.Process.Signal(syscall.SIGCONT)
 	select {
 	case <-in.done:
 		in.cmd = nil

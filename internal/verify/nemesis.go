@@ -19,7 +19,7 @@ import (
 // without --faults injects them.
 func FaultNames() []string {
 	return []string{"replica-crash", "replica-hang", "primary-crash", "primary-hang", "handshake", "instance-kill",
-		"primary-partition", "cluster-restart"}
+		"instance-pause", "primary-partition", "cluster-restart"}
 }
 
 // ParseFaults parses a comma-separated fault list ("all" for every one).
@@ -101,6 +101,11 @@ func (n *nemesis) fault(ctx context.Context, name string) (drill.Fault, error) {
 		return drill.FaultFunc{Label: "instance kill (SIGKILL) " + in.Name,
 			InjectFn: func(context.Context) error { return in.Kill() },
 			HealFn:   func(ctx context.Context) error { return in.Start(ctx) }}, nil
+	case "instance-pause":
+		in := n.instances[n.rng.IntN(len(n.instances))]
+		return drill.FaultFunc{Label: "instance pause (SIGSTOP, then SIGCONT) " + in.Name,
+			InjectFn: func(context.Context) error { return in.Pause() },
+			HealFn:   func(context.Context) error { return in.Resume() }}, nil
 	case "cluster-restart":
 		return &restartFault{c: n.c}, nil
 	}
