@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/apollo-platform/apollo/internal/localcluster"
+	"github.com/apollo-platform/apollo/internal/verify"
 )
 
 func run(t *testing.T, ctx context.Context, args ...string) (code int, stdout, stderr string) {
@@ -107,5 +108,15 @@ func TestClusterUpStatusAndStopOnCancel(t *testing.T) {
 	}
 	if _, err := os.Stat(state); err == nil {
 		t.Errorf("state file left behind")
+	}
+}
+
+// Every fault the nemesis knows is explained in verify's help.
+func TestVerifyHelpExplainsEveryFault(t *testing.T) {
+	help := strings.Join(strings.Fields(verifySynopsis), " ")
+	for _, f := range verify.FaultNames() {
+		if !strings.Contains(help, " "+f+" (") && !strings.Contains(help, " "+f+",") {
+			t.Errorf("verify's help does not explain the fault %q", f)
+		}
 	}
 }

@@ -35,7 +35,8 @@ instance-kill (SIGKILL of one apollo instance, restarted), instance-pause
 wakes holding leases and claims that have run out), primary-partition
 (a primary cut off from the other nodes by iptables while Apollo still
 reaches it, until a replica is promoted: needs iptables and root),
-cluster-restart (every node killed and restarted from its data directory:
+reshard (redis-cli moves 1000 slots and their keys from the primary serving
+the most to another, under the workload: needs redis-cli), cluster-restart (every node killed and restarted from its data directory:
 what survives is --persistence's), or all. Each node has a loopback address
 of its own (127.A.B.n), so that a partition can be made between them.
 A failing partition's porcupine view is written as HTML next to the report.

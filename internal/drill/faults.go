@@ -96,8 +96,8 @@ func sleep(ctx context.Context, d time.Duration) {
 	}
 }
 
-// reshard moves slots from one shard to another with redis-cli while the
-// load runs. Healing waits for the move to finish.
+// reshard moves slots from one primary to another with redis-cli while
+// the load runs. Healing waits for the move to finish.
 type reshard struct {
 	c        *localcluster.Cluster
 	slots    int
@@ -105,18 +105,32 @@ type reshard struct {
 	from, to *localcluster.Node
 }
 
-// Reshard moves `slots` slots (and their keys) from shard 0 to shard 1.
+// Reshard moves `slots` slots (and their keys) from shard 0 to shard 1,
+// whichever nodes are their primaries when it is injected.
 func Reshard(c *localcluster.Cluster, slots int) Fault {
 	return &reshard{c: c, slots: slots}
 }
 
-func (r *reshard) Name() string { return fmt.Sprintf("reshard of %d slots", r.slots) }
+// ReshardBetween moves `slots` slots (and their keys) from the primary from
+// to the primary to; from must serve at least that many.
+func ReshardBetween(c *localcluster.Cluster, from, to *localcluster.Node, slots int) Fault {
+	return &reshard{c: c, slots: slots, from: from, to: to}
+}
+
+func (r *reshard) Name() string {
+	if r.from != nil && r.to != nil {
+		return fmt.Sprintf("reshard of %d slots from %s to %s", r.slots, r.from.Addr, r.to.Addr)
+	}
+	return fmt.Sprintf("reshard of %d slots", r.slots)
+}
 
 func (r *reshard) Inject(ctx context.Context) error {
 	if _, err := exec.LookPath("redis-cli"); err != nil {
 		return fmt.Errorf("resharding needs redis-cli (apt-get install redis-tools): %w", err)
 	}
-	r.from, r.to = r.c.Primary(ctx, 0), r.c.Primary(ctx, 1)
+	if r.from == nil || r.to == nil {
+		r.from, r.to = r.c.Primary(ctx, 0), r.c.Primary(ctx, 1)
+	}
 	if r.from == nil || r.to == nil {
 		return errors.New("reshard: shards 0 and 1 need a primary")
 	}

@@ -60,6 +60,21 @@ func TestStartDefaultShapeReplicatesEveryShard(t *testing.T) {
 			t.Errorf("node %s: pid %d state %s, want a running process", in.Addr, in.PID, in.State)
 		}
 	}
+	counts, err := c.SlotCounts(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	total := 0
+	for shard := 0; shard < 3; shard++ {
+		n := counts[c.Primary(ctx, shard)]
+		if n < 5461 {
+			t.Errorf("shard %d primary serves %d slots, want a third of 16384", shard, n)
+		}
+		total += n
+	}
+	if len(counts) != 3 || total != 16384 {
+		t.Errorf("slot counts %v: %d primaries serve %d slots, want 3 serving 16384", counts, len(counts), total)
+	}
 	for shard := 0; shard < 3; shard++ {
 		if got, want := strings.Join(roles[shard], ","), "primary,replica,replica"; got != want {
 			t.Errorf("shard %d roles = %s, want %s", shard, got, want)
@@ -301,5 +316,23 @@ func TestConfigValidate(t *testing.T) {
 				t.Fatalf("Validate() = %v, want an error mentioning %q", err, tt.want)
 			}
 		})
+	}
+}
+
+func TestSlotCountSkipsOpenMigrations(t *testing.T) {
+	for _, tc := range []struct {
+		slots []string
+		want  int
+	}{
+		{nil, 0},
+		{[]string{"0-5460"}, 5461},
+		{[]string{"7"}, 1},
+		{[]string{"0-99", "200", "300-300"}, 102},
+		{[]string{"0-99", "[100->-abc]", "[5-<-def]"}, 100},
+		{[]string{"garbage", "9-3"}, 0},
+	} {
+		if got := (localcluster.NodeView{Slots: tc.slots}).SlotCount(); got != tc.want {
+			t.Errorf("SlotCount(%q) = %d, want %d", tc.slots, got, tc.want)
+		}
 	}
 }

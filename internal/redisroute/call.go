@@ -253,25 +253,39 @@ func (c *call) dispatch(t *topology, idx []int, via Via) {
 		if v == ViaPreferred {
 			v = pv
 		}
-		c.launch(&attempt{node: n, idx: members, via: v, confirm: suspectFallback(g.s, n)})
+		c.launch(&attempt{node: n, idx: members, via: v, confirm: suspectFallback(g.s, n, c.r.clock.Now())})
 	}
 }
 
 // suspectFallback is the number of replicas that must confirm a read sent
-// to n: 1 when n is the primary of s and a replica of s that answers has
-// fallen behind it — the shape of a primary cut off from its replicas,
-// whose data may hold writes a failover is about to undo — else 0. A
-// replica that is down is not behind: one dead replica costs no read.
-func suspectFallback(s *shard, n *node) int {
+// to n: 1 when n is the primary of s and either a replica of s that
+// answers has fallen behind it, or a write to it lately had fewer replica
+// acknowledgements than it asked for while a replica of s answers — the
+// shape of a primary cut off from its replicas, whose data may hold writes
+// a failover is about to undo — else 0. The unacknowledged write is the
+// first sign, at once; the lag check takes seconds to see the same cut. A
+// replica that is down is neither behind nor a sign: one dead replica
+// costs no read.
+func suspectFallback(s *shard, n *node, now time.Time) int {
 	if n != s.primary {
 		return 0
 	}
+	unacked := now.UnixNano() < n.unackedUntil.Load()
 	for _, x := range s.replicas {
-		if x.behind.Load() && x.healthy() {
+		if x.healthy() && (unacked || x.behind.Load()) {
 			return 1
 		}
 	}
 	return 0
+}
+
+// markUnacked records that a write to n had fewer replica acknowledgements
+// than it asked for. The mark lasts until the lag check would have seen a
+// cut that began then (MaxReplicaLag, plus a second of Redis's whole-second
+// lag, plus one check), and each such write renews it.
+func (r *Router) markUnacked(n *node) {
+	hold := r.cfg.MaxReplicaLag + time.Second + r.cfg.ReplicaCheckInterval
+	n.unackedUntil.Store(r.clock.Now().Add(hold).UnixNano())
 }
 
 // triedByAll returns the nodes every one of the commands was already sent to.
@@ -449,7 +463,7 @@ func (c *call) onHedge(a *attempt) {
 // hedge sends open to n as a hedge, its budget token already withdrawn.
 func (c *call) hedge(s *shard, n *node, open []int) {
 	c.r.m.hedgeSent.Add(float64(len(open)))
-	c.launch(&attempt{node: n, idx: open, via: ViaHedge, hedged: true, confirm: suspectFallback(s, n)})
+	c.launch(&attempt{node: n, idx: open, via: ViaHedge, hedged: true, confirm: suspectFallback(s, n, c.r.clock.Now())})
 }
 
 // failEach fails each of the commands idx with err.
@@ -568,6 +582,7 @@ func (c *call) onDone(a *attempt) {
 			switch {
 			case write && int(a.acked) < need:
 				res.Err = fmt.Errorf("%w: %d of %d replicas acknowledged within %s", ErrUnconfirmed, a.acked, need, c.r.cfg.AckTimeout)
+				c.r.markUnacked(a.node)
 			case !write && need > 0 && a.fenceErr != nil:
 				res.Val, res.Err = nil, fmt.Errorf("%w: the fence write failed: %v", ErrReadUnconfirmed, a.fenceErr)
 			case !write && int(a.acked) < need:

@@ -24,6 +24,10 @@ type node struct {
 	inflight     atomic.Int64
 	lastProgress atomic.Int64 // unix nanos of the last reply, or of going busy
 	listedAt     atomic.Int64 // unix nanos of the last CLUSTER SLOTS answer that listed it; see omitted.go
+	// unackedUntil (unix nanos): a write to this node, as a primary, had
+	// fewer replica acknowledgements than it asked for; until then its
+	// reads are confirmed (see suspectFallback).
+	unackedUntil atomic.Int64
 
 	fallback *rate.Limiter // reads falling back to this node while it is a primary
 	probeOK  int           // consecutive successful probes; under the router's ejectMu

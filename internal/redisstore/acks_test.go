@@ -73,6 +73,44 @@ func TestAPrimaryCutOffFromItsReplicaNeitherConfirmsAnUpdateNorAnswersAReadOfIt(
 	}
 }
 
+// A driver read sent to a primary (the primary policy, or any read while
+// slots migrate) right after the primary was cut off from its replica,
+// before the replica's lag says so: the transition it just took, which no
+// replica acknowledged and a failover will undo, must not be read back as
+// the driver's state. The write's own unconfirmed WAIT is the first sign.
+func TestAReadOfAPrimaryJustLeftUnacknowledgedDoesNotShowWhatItTook(t *testing.T) {
+	clustertest.NeedFirewall(t)
+	c := clustertest.Start(t, func(cfg *localcluster.Config) { cfg.Primaries, cfg.Replicas, cfg.OwnAddrs = 1, 1, true })
+	r := newRouterFor(t, c, func(cfg *redisroute.Config) {
+		// No help from the lag check: only what the write itself showed.
+		cfg.Policy, cfg.MaxReplicaLag = redisroute.Primary, time.Hour
+	})
+	cfg := redisstore.DefaultConfig()
+	cfg.Acks = 1
+	s, err := redisstore.NewDrivers(r, cfg, driver.DefaultRules())
+	if err != nil {
+		t.Fatal(err)
+	}
+	online(t, s, "d1", 1.30, 103.80, t0, "car")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	primary := c.Primary(ctx, 0)
+	if err := c.Isolate(ctx, primary); err != nil {
+		t.Fatal(err)
+	}
+	defer c.Rejoin(context.Background(), primary)
+
+	_, err = s.Apply(ctx, "d1", driver.Transition{Event: driver.EventReserve, BookingID: "bk-1", Until: t0.Add(time.Minute)}, t0)
+	if !errors.Is(err, redisroute.ErrUnconfirmed) {
+		t.Fatalf("reserve on the cut-off primary = %v, want ErrUnconfirmed", err)
+	}
+	if got, err := s.Get(ctx, "d1"); err == nil && got.Status == driver.StatusReserved {
+		t.Fatalf("read on the cut-off primary = %s for %s v%d: a transition no replica acknowledged, read back", got.Status, got.BookingID, got.Version)
+	} else if err != nil && !errors.Is(err, redisroute.ErrReadUnconfirmed) {
+		t.Fatalf("read on the cut-off primary: %v, want the driver as the replica has it or ErrReadUnconfirmed", err)
+	}
+}
+
 // A retried create that finds its booking wrote nothing, so the WAIT after
 // it confirms nothing: it must neither return the booking unconfirmed nor
 // report booking.ErrUnconfirmed, on which the pipeline withdraws (deletes)

@@ -15,11 +15,14 @@ import (
 	"github.com/apollo-platform/apollo/internal/spampede"
 )
 
-func newRouterFor(t *testing.T, c *localcluster.Cluster) *redisroute.Router {
+func newRouterFor(t *testing.T, c *localcluster.Cluster, edit ...func(*redisroute.Config)) *redisroute.Router {
 	t.Helper()
 	cfg := redisroute.DefaultConfig()
 	cfg.Addrs = c.Addrs()[:1]
 	cfg.CallTimeout = 5 * time.Second
+	for _, e := range edit {
+		e(&cfg)
+	}
 	r, err := redisroute.New(context.Background(), cfg, nil, nil)
 	if err != nil {
 		t.Fatal(err)

@@ -1,6 +1,7 @@
 package verify
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -19,7 +20,7 @@ import (
 // without --faults injects them.
 func FaultNames() []string {
 	return []string{"replica-crash", "replica-hang", "primary-crash", "primary-hang", "handshake", "instance-kill",
-		"instance-pause", "primary-partition", "cluster-restart"}
+		"instance-pause", "primary-partition", "reshard", "cluster-restart"}
 }
 
 // ParseFaults parses a comma-separated fault list ("all" for every one).
@@ -108,6 +109,8 @@ func (n *nemesis) fault(ctx context.Context, name string) (drill.Fault, error) {
 			HealFn:   func(context.Context) error { return in.Resume() }}, nil
 	case "cluster-restart":
 		return &restartFault{c: n.c}, nil
+	case "reshard":
+		return n.reshard(ctx)
 	}
 	primary, replicas := n.c.Primary(ctx, shard), n.c.Replicas(ctx, shard)
 	if primary == nil || len(replicas) == 0 {
@@ -186,4 +189,36 @@ func (n *nemesis) waitPromoted(ctx context.Context, replicas []*localcluster.Nod
 		}
 	}
 	return fmt.Errorf("no replica was promoted: %w", ctx.Err())
+}
+
+// reshardSlots is how many slots one reshard moves: enough that keys of
+// every kind move while the workload uses them, few enough that the move
+// ends well within the nemesis's time to heal.
+const reshardSlots = 1000
+
+// reshard moves slots from the primary that serves the most to another
+// chosen at random. Taking from the largest means no run of reshards ever
+// empties a shard: a primary left with no slot would turn into a replica of
+// the node that took its last one, and the cluster would never look as it
+// did again.
+func (n *nemesis) reshard(ctx context.Context) (drill.Fault, error) {
+	counts, err := n.c.SlotCounts(ctx)
+	if err != nil {
+		return nil, err
+	}
+	primaries := make([]*localcluster.Node, 0, len(counts))
+	for node := range counts {
+		primaries = append(primaries, node)
+	}
+	if len(primaries) < 2 {
+		return nil, fmt.Errorf("resharding needs two primaries, the cluster has %d", len(primaries))
+	}
+	slices.SortFunc(primaries, func(a, b *localcluster.Node) int { // map order is random; the run's seed is not
+		return cmp.Or(counts[b]-counts[a], strings.Compare(a.Addr, b.Addr))
+	})
+	from := primaries[0]
+	if counts[from] < reshardSlots {
+		return nil, fmt.Errorf("the largest shard serves %d slots, fewer than the %d to move", counts[from], reshardSlots)
+	}
+	return drill.ReshardBetween(n.c, from, n.pick(primaries[1:]), reshardSlots), nil
 }
