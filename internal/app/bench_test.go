@@ -1,15 +1,22 @@
 package app_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
 	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
 	"os/exec"
+	"strconv"
 	"testing"
 	"time"
 
 	"github.com/apollo-platform/apollo/internal/capacity"
 	"github.com/apollo-platform/apollo/internal/driver"
+	"github.com/apollo-platform/apollo/internal/localcluster"
 	"github.com/apollo-platform/apollo/internal/localcluster/clustertest"
 )
 
@@ -41,7 +48,7 @@ func BenchmarkBatchGet20(b *testing.B) {
 	}
 	b.Run("store", func(b *testing.B) {
 		b.SetParallelism(8)
-		cpu := capacity.SelfCPU()
+		cpu, redisCPU := capacity.SelfCPU(), clusterCPU(b, c)
 		b.ResetTimer()
 		b.RunParallel(func(pb *testing.PB) {
 			rng := rand.New(rand.NewPCG(rand.Uint64(), 1))
@@ -51,19 +58,22 @@ func BenchmarkBatchGet20(b *testing.B) {
 				}
 			}
 		})
+		b.StopTimer()
 		b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "calls/s")
 		b.ReportMetric((capacity.SelfCPU()-cpu)*1e6/float64(b.N), "cpu-µs/call")
+		b.ReportMetric((clusterCPU(b, c)-redisCPU)*1e6/float64(b.N), "redis-cpu-µs/call")
 	})
 	// The load generator is another process, so that this process's CPU
 	// is the server's alone: the HTTP API, the store and the router. The
 	// two share the machine's cores, as a client on the same host would.
 	httpRow := func(run func(*testing.B, loadgenSpec) loadgenResult) func(*testing.B) {
 		return func(b *testing.B) {
-			cpu := capacity.SelfCPU()
+			cpu, redisCPU := capacity.SelfCPU(), clusterCPU(b, c)
 			b.ResetTimer()
 			got := run(b, loadgenSpec{URL: api + "/v1/drivers/batch-get", Calls: b.N, Workers: 16, IDs: len(ids)})
 			b.StopTimer()
 			server := capacity.SelfCPU() - cpu
+			b.ReportMetric((clusterCPU(b, c)-redisCPU)*1e6/float64(got.Calls), "redis-cpu-µs/call")
 			if got.Failed > 0 {
 				b.Errorf("%d of %d calls failed: %s", got.Failed, got.Calls, got.FirstError)
 			}
@@ -76,7 +86,52 @@ func BenchmarkBatchGet20(b *testing.B) {
 	}
 	if wrk, err := exec.LookPath("wrk"); err == nil {
 		b.Run("http-wrk", httpRow(func(b *testing.B, spec loadgenSpec) loadgenResult { return runWrk(b, wrk, wrkDuration(), spec) }))
+		// The floor of any net/http API on this machine: the same requests
+		// and a real answer of the same size, with no work in between.
+		floor := cannedServer(b, api+"/v1/drivers/batch-get", batch(rand.New(rand.NewPCG(1, 1))))
+		b.Run("http-floor", httpRow(func(b *testing.B, spec loadgenSpec) loadgenResult {
+			spec.URL = floor
+			return runWrk(b, wrk, wrkDuration(), spec)
+		}))
 	}
 	// Go's client, this test binary run as a child (see TestMain).
 	b.Run("http-go", httpRow(runLoadgen))
+}
+
+// clusterCPU is the CPU the cluster's redis-server processes have used so
+// far, in seconds: with this process's and the load generator's, what a
+// call costs the whole machine.
+func clusterCPU(b *testing.B, c *localcluster.Cluster) float64 {
+	s, err := c.CPUSeconds(context.Background())
+	if err != nil {
+		b.Fatal(err)
+	}
+	return s
+}
+
+// cannedServer serves, on a plain net/http server, the answer the API gave
+// to one batch read of ids, to every request, after reading its body: the
+// cost of HTTP alone, for the http-floor row.
+func cannedServer(b *testing.B, url string, ids []string) string {
+	body, err := json.Marshal(map[string][]string{"ids": ids})
+	if err != nil {
+		b.Fatal(err)
+	}
+	resp, err := http.Post(url, "application/json", bytes.NewReader(body))
+	if err != nil {
+		b.Fatal(err)
+	}
+	answer, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil || resp.StatusCode != http.StatusOK {
+		b.Fatalf("batch-get: %d %s %v", resp.StatusCode, answer, err)
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Content-Length", strconv.Itoa(len(answer)))
+		_, _ = w.Write(answer)
+	}))
+	b.Cleanup(srv.Close)
+	return srv.URL
 }

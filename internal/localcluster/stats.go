@@ -25,7 +25,9 @@ func (c *Cluster) CPUSeconds(ctx context.Context) (float64, error) {
 func (c *Cluster) sumInfo(ctx context.Context, section string, fields ...string) (float64, error) {
 	var sum float64
 	for _, n := range c.Nodes() {
-		info, err := n.Client().Info(ctx, section).Result()
+		cl := n.Client()
+		info, err := cl.Info(ctx, section).Result()
+		cl.Close()
 		if err != nil {
 			return 0, fmt.Errorf("INFO %s on %s: %w", section, n.Addr, err)
 		}

@@ -57,7 +57,9 @@ func hmgets(t *testing.T, c *localcluster.Cluster) int {
 	t.Helper()
 	total := 0
 	for _, n := range c.Nodes() {
-		info, err := n.Client().Info(context.Background(), "commandstats").Result()
+		cl := n.Client()
+		info, err := cl.Info(context.Background(), "commandstats").Result()
+		cl.Close()
 		if err != nil {
 			t.Fatal(err)
 		}

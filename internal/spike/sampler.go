@@ -36,7 +36,9 @@ func (s *sampler) sample(ctx context.Context) {
 	var sum int64
 	for _, n := range s.nodes {
 		cctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
-		info, err := n.Client().Info(cctx, "stats").Result()
+		cl := n.Client()
+		info, err := cl.Info(cctx, "stats").Result()
+		cl.Close()
 		cancel()
 		if err != nil {
 			return // a paused node: skip this second rather than under-count it
