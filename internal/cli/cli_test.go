@@ -120,3 +120,30 @@ func TestVerifyHelpExplainsEveryFault(t *testing.T) {
 		}
 	}
 }
+
+// verify --check reads a run written by --json or a bare history, and
+// refuses a file that holds no operation rather than pass it.
+func TestVerifyCheckRefusesAFileWithNoHistory(t *testing.T) {
+	op := `{"id":0,"client":1,"kind":"heartbeat","driver_id":"d1","invoke_ns":1,"return_ns":2,"outcome":"ok","http_status":200,"seen":{"status":"offline"}}`
+	for _, tc := range []struct {
+		name, body string
+		wantCode   int
+		want       string
+	}{
+		{"empty object", `{}`, exitUsage, "holds no recorded operation"},
+		{"not JSON", `nope`, exitUsage, "invalid character"},
+		{"a run", `{"history":{"ops":[` + op + `]}}`, exitOK, "operations: 1"},
+		{"a bare history", `{"ops":[` + op + `]}`, exitOK, "operations: 1"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := filepath.Join(t.TempDir(), "run.json")
+			if err := os.WriteFile(f, []byte(tc.body), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			code, out, errs := run(t, context.Background(), "verify", "--check", f)
+			if code != tc.wantCode || !strings.Contains(out+errs, tc.want) {
+				t.Errorf("exit %d, want %d; output does not contain %q:\n%s%s", code, tc.wantCode, tc.want, out, errs)
+			}
+		})
+	}
+}

