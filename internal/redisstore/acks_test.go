@@ -81,35 +81,14 @@ func TestAPrimaryCutOffFromItsReplicaNeitherConfirmsAnUpdateNorAnswersAReadOfIt(
 func TestAReadOfAPrimaryJustLeftUnacknowledgedDoesNotShowWhatItTook(t *testing.T) {
 	clustertest.NeedFirewall(t)
 	c := clustertest.Start(t, func(cfg *localcluster.Config) { cfg.Primaries, cfg.Replicas, cfg.OwnAddrs = 1, 1, true })
-	r := newRouterFor(t, c, func(cfg *redisroute.Config) {
-		// No help from the lag check: only what the write itself showed.
-		cfg.Policy, cfg.MaxReplicaLag = redisroute.Primary, time.Hour
-	})
-	cfg := redisstore.DefaultConfig()
-	cfg.Acks = 1
-	s, err := redisstore.NewDrivers(r, cfg, driver.DefaultRules())
-	if err != nil {
-		t.Fatal(err)
-	}
-	online(t, s, "d1", 1.30, 103.80, t0, "car")
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	// The replica is alive and the router knows it (its replication
-	// check has a finding on it): a dead replica would be no sign.
-	for !replicasChecked(r) {
-		select {
-		case <-ctx.Done():
-			t.Fatal("the router's replication check never reported on the replica")
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
+	s, ctx := primaryReadDrivers(t, c)
 	primary := c.Primary(ctx, 0)
 	if err := c.Isolate(ctx, primary); err != nil {
 		t.Fatal(err)
 	}
 	defer c.Rejoin(context.Background(), primary)
 
-	_, err = s.Apply(ctx, "d1", driver.Transition{Event: driver.EventReserve, BookingID: "bk-1", Until: t0.Add(time.Minute)}, t0)
+	_, err := s.Apply(ctx, "d1", driver.Transition{Event: driver.EventReserve, BookingID: "bk-1", Until: t0.Add(time.Minute)}, t0)
 	if !errors.Is(err, redisroute.ErrUnconfirmed) {
 		t.Fatalf("reserve on the cut-off primary = %v, want ErrUnconfirmed", err)
 	}
@@ -126,29 +105,11 @@ func TestAReadOfAPrimaryJustLeftUnacknowledgedDoesNotShowWhatItTook(t *testing.T
 // (a confirmation could only fail).
 func TestReadsOfAPrimaryWhoseOnlyReplicaDiedGoOn(t *testing.T) {
 	c := clustertest.Start(t, func(cfg *localcluster.Config) { cfg.Primaries, cfg.Replicas = 1, 1 })
-	r := newRouterFor(t, c, func(cfg *redisroute.Config) {
-		cfg.Policy, cfg.MaxReplicaLag = redisroute.Primary, time.Hour
-	})
-	cfg := redisstore.DefaultConfig()
-	cfg.Acks = 1
-	s, err := redisstore.NewDrivers(r, cfg, driver.DefaultRules())
-	if err != nil {
-		t.Fatal(err)
-	}
-	online(t, s, "d1", 1.30, 103.80, t0, "car")
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	for !replicasChecked(r) {
-		select {
-		case <-ctx.Done():
-			t.Fatal("the router's replication check never reported on the replica")
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
+	s, ctx := primaryReadDrivers(t, c)
 	if err := c.Replicas(ctx, 0)[0].Kill(); err != nil {
 		t.Fatal(err)
 	}
-	_, err = s.Apply(ctx, "d1", driver.Transition{Event: driver.EventReserve, BookingID: "bk-1", Until: t0.Add(time.Minute)}, t0)
+	_, err := s.Apply(ctx, "d1", driver.Transition{Event: driver.EventReserve, BookingID: "bk-1", Until: t0.Add(time.Minute)}, t0)
 	if !errors.Is(err, redisroute.ErrUnconfirmed) {
 		t.Fatalf("reserve with the only replica dead = %v, want ErrUnconfirmed", err)
 	}
@@ -164,6 +125,35 @@ func TestReadsOfAPrimaryWhoseOnlyReplicaDiedGoOn(t *testing.T) {
 			t.Fatalf("reads of the primary never went on after its only replica died: %v", err)
 		}
 	}
+}
+
+// primaryReadDrivers is a driver store whose reads all go to primaries and
+// whose transitions need a replica's acknowledgement, with driver d1 on
+// line, once the router's replication check has a finding on every
+// replica: whether a replica is alive is then the router's to know. The
+// lag check is out of play (an hour): only what writes show counts.
+func primaryReadDrivers(t *testing.T, c *localcluster.Cluster) (*redisstore.Drivers, context.Context) {
+	t.Helper()
+	r := newRouterFor(t, c, func(cfg *redisroute.Config) {
+		cfg.Policy, cfg.MaxReplicaLag = redisroute.Primary, time.Hour
+	})
+	cfg := redisstore.DefaultConfig()
+	cfg.Acks = 1
+	s, err := redisstore.NewDrivers(r, cfg, driver.DefaultRules())
+	if err != nil {
+		t.Fatal(err)
+	}
+	online(t, s, "d1", 1.30, 103.80, t0, "car")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	for !replicasChecked(r) {
+		select {
+		case <-ctx.Done():
+			t.Fatal("the router's replication check never reported on the replica")
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	return s, ctx
 }
 
 // replicasChecked reports whether the router's replication check has a
