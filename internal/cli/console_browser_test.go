@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"flag"
@@ -99,7 +98,8 @@ func TestTheConsoleShowsTheClusterLiveInABrowser(t *testing.T) {
 	state := filepath.Join(tmp, "dev.json")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var out, errb bytes.Buffer
+	// Read while dev runs and writes: syncBuffer, not bytes.Buffer.
+	var out, errb syncBuffer
 	done := make(chan int, 1)
 	go func() {
 		done <- Run(ctx, []string{"dev", "--drivers", "400", "--instances", "2", "--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0",
@@ -121,6 +121,10 @@ func TestTheConsoleShowsTheClusterLiveInABrowser(t *testing.T) {
 	b, _ := os.ReadFile(state)
 	if err := json.Unmarshal(b, &st); err != nil || st.ConsoleURL == "" {
 		t.Fatalf("state file %s: %v", b, err)
+	}
+	// The banner follows the state file.
+	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(out.String(), st.ConsoleURL) && time.Now().Before(deadline); {
+		time.Sleep(50 * time.Millisecond)
 	}
 	if !strings.Contains(out.String(), st.ConsoleURL) {
 		t.Errorf("dev's banner does not show the console's URL %s:\n%s", st.ConsoleURL, out.String())

@@ -16,7 +16,7 @@ import (
 	"github.com/apollo-platform/apollo/internal/localcluster/clustertest"
 )
 
-func waitForFile(t *testing.T, path string, d time.Duration, done <-chan int, stderr *bytes.Buffer) {
+func waitForFile(t *testing.T, path string, d time.Duration, done <-chan int, stderr fmt.Stringer) {
 	t.Helper()
 	deadline := time.Now().Add(d)
 	for {
