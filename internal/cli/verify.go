@@ -36,8 +36,9 @@ wakes holding leases and claims that have run out), primary-partition
 (a primary cut off from the other nodes by iptables while Apollo still
 reaches it, until a replica is promoted: needs iptables and root),
 reshard (redis-cli moves 1000 slots and their keys from the primary serving
-the most to another, under the workload: needs redis-cli), cluster-restart (every node killed and restarted from its data directory:
-what survives is --persistence's), or all. Each node has a loopback address
+the most to another, under the workload: needs redis-cli), cluster-restart
+(every node killed and restarted from its data directory: what survives is
+--persistence's), or all. Each node has a loopback address
 of its own (127.A.B.n), so that a partition can be made between them.
 A failing partition's porcupine view is written as HTML next to the report.
 Exit code: 0 every check passed, 1 a violation, 2 a check undecided.

@@ -83,6 +83,14 @@ func (n *Node) Client() *redis.Client {
 	return redis.NewClient(&o)
 }
 
+// Info returns one section of the node's INFO, over a client of its own
+// that is closed before it returns.
+func (n *Node) Info(ctx context.Context, section string) (string, error) {
+	cl := n.Client()
+	defer cl.Close()
+	return cl.Info(ctx, section).Result()
+}
+
 func (n *Node) writeConfig(c Config, t *tlsFiles) error {
 	lines := []string{
 		"bind " + n.host(),

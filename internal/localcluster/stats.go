@@ -25,9 +25,7 @@ func (c *Cluster) CPUSeconds(ctx context.Context) (float64, error) {
 func (c *Cluster) sumInfo(ctx context.Context, section string, fields ...string) (float64, error) {
 	var sum float64
 	for _, n := range c.Nodes() {
-		cl := n.Client()
-		info, err := cl.Info(ctx, section).Result()
-		cl.Close()
+		info, err := n.Info(ctx, section)
 		if err != nil {
 			return 0, fmt.Errorf("INFO %s on %s: %w", section, n.Addr, err)
 		}

@@ -303,13 +303,17 @@ func (r *Router) vouched(x *node, now time.Time) bool {
 }
 
 // markUnacked records that a write to n had fewer replica acknowledgements
-// than it asked for. The mark lasts until the lag check would have seen a
-// cut that began then (MaxReplicaLag, plus a second of Redis's whole-second
-// lag, plus two checks: a round may take an interval more), and each such
-// write renews it.
+// than it asked for; each such write renews the mark.
 func (r *Router) markUnacked(n *node) {
-	hold := r.cfg.MaxReplicaLag + time.Second + 2*r.cfg.ReplicaCheckInterval
-	n.unackedUntil.Store(r.clock.Now().Add(hold).UnixNano())
+	n.unackedUntil.Store(r.clock.Now().Add(r.unackedHold()).UnixNano())
+}
+
+// unackedHold is how long markUnacked's mark lasts: until the lag check
+// would have seen a cut that began then (MaxReplicaLag, plus a second of
+// Redis's whole-second lag, plus two checks: a round may take an interval
+// more).
+func (r *Router) unackedHold() time.Duration {
+	return r.cfg.MaxReplicaLag + time.Second + 2*r.cfg.ReplicaCheckInterval
 }
 
 // triedByAll returns the nodes every one of the commands was already sent to.

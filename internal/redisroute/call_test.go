@@ -511,7 +511,7 @@ func TestAReadOfAPrimaryThatJustLeftAWriteUnacknowledgedIsConfirmed(t *testing.T
 				c.r.markUnacked(c.nodes["p:1"])
 			}
 			if tc.after {
-				c.clock.Advance(c.r.cfg.MaxReplicaLag + time.Second + 2*c.r.cfg.ReplicaCheckInterval)
+				c.clock.Advance(c.r.unackedHold())
 			}
 			for _, a := range []string{"a:1", "b:1"} {
 				if tc.vouched {

@@ -57,9 +57,7 @@ func hmgets(t *testing.T, c *localcluster.Cluster) int {
 	t.Helper()
 	total := 0
 	for _, n := range c.Nodes() {
-		cl := n.Client()
-		info, err := cl.Info(context.Background(), "commandstats").Result()
-		cl.Close()
+		info, err := n.Info(context.Background(), "commandstats")
 		if err != nil {
 			t.Fatal(err)
 		}

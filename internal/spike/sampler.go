@@ -36,9 +36,7 @@ func (s *sampler) sample(ctx context.Context) {
 	var sum int64
 	for _, n := range s.nodes {
 		cctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
-		cl := n.Client()
-		info, err := cl.Info(cctx, "stats").Result()
-		cl.Close()
+		info, err := n.Info(cctx, "stats")
 		cancel()
 		if err != nil {
 			return // a paused node: skip this second rather than under-count it

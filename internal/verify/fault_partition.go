@@ -74,9 +74,7 @@ func (c changes) since(before changes) string {
 }
 
 func changesOf(ctx context.Context, node *localcluster.Node) (changes, error) {
-	cl := node.Client()
-	defer cl.Close()
-	info, err := cl.Info(ctx, "persistence").Result()
+	info, err := node.Info(ctx, "persistence")
 	if err != nil {
 		return changes{}, err
 	}
