@@ -22,14 +22,15 @@ func validateID(field, id string) error {
 		return invalidArg(field, "must be 1 to %d characters from %s", MaxIDLen, idCharsDoc)
 	}
 	for i := 0; i < len(id); i++ {
-		if !isIDChar(id[i]) {
+		if !IsIDChar(id[i]) {
 			return invalidArg(field, "must be 1 to %d characters from %s", MaxIDLen, idCharsDoc)
 		}
 	}
 	return nil
 }
 
-func isIDChar(c byte) bool {
+// IsIDChar reports whether c may appear in an id: [A-Za-z0-9_:.-].
+func IsIDChar(c byte) bool {
 	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' ||
 		c == '_' || c == '-' || c == ':' || c == '.'
 }

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -20,14 +21,47 @@ import (
 // JSON value with no unknown fields and nothing after it. Every failure is
 // an error classify maps to a 4xx, never a 5xx.
 func decodeBody(w http.ResponseWriter, r *http.Request, limit int64, v any) error {
-	if err := checkJSONContentType(r.Header.Get("Content-Type")); err != nil {
+	body, err := readJSONBody(w, r, limit, nil)
+	if err != nil {
 		return err
+	}
+	return unmarshalStrict(body, v)
+}
+
+// readJSONBody checks r's Content-Type and reads its body, at most limit
+// bytes, appending to buf. Reading it whole before decoding lets a
+// handler try a fast path on the bytes (scanIDs) and fall back to
+// unmarshalStrict, with one read.
+func readJSONBody(w http.ResponseWriter, r *http.Request, limit int64, buf []byte) ([]byte, error) {
+	if err := checkJSONContentType(r.Header.Get("Content-Type")); err != nil {
+		return nil, err
 	}
 	// A declared length over the limit is refused before reading a byte.
 	if r.ContentLength > limit {
-		return &http.MaxBytesError{Limit: limit}
+		return nil, &http.MaxBytesError{Limit: limit}
 	}
-	dec := json.NewDecoder(http.MaxBytesReader(innermost(w), r.Body, limit))
+	if n := int(r.ContentLength) + 1; n > cap(buf)-len(buf) { // +1: room to see EOF without growing
+		buf = append(make([]byte, 0, len(buf)+n), buf...)
+	}
+	body := http.MaxBytesReader(innermost(w), r.Body, limit)
+	for {
+		if len(buf) == cap(buf) {
+			buf = append(buf, 0)[:len(buf)]
+		}
+		n, err := body.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if errors.Is(err, io.EOF) {
+			return buf, nil
+		}
+		if err != nil {
+			return nil, bodyError(err)
+		}
+	}
+}
+
+// unmarshalStrict decodes body into v as decodeBody does.
+func unmarshalStrict(body []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
 		return bodyError(err)
@@ -35,10 +69,6 @@ func decodeBody(w http.ResponseWriter, r *http.Request, limit int64, v any) erro
 	// Exactly one value: "{}{}" or "{} x" is a client bug worth reporting,
 	// not something to half-accept.
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		var tooLarge *http.MaxBytesError
-		if errors.As(err, &tooLarge) {
-			return err
-		}
 		return invalid("body", "must hold a single JSON value with nothing after it")
 	}
 	return nil

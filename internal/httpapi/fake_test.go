@@ -62,7 +62,7 @@ func (f *fakeDrivers) BatchGet(_ context.Context, ids []string) (redisstore.Batc
 		return redisstore.Batch{}, err
 	}
 	f.gotIDs = append([]string(nil), ids...)
-	var b redisstore.Batch
+	b := redisstore.Batch{Drivers: make([]driver.Driver, 0, len(ids))}
 	for _, id := range ids {
 		if err, ok := f.failIDs[id]; ok {
 			b.Failed = append(b.Failed, redisstore.Failure{ID: id, Err: err})

@@ -29,9 +29,9 @@ func marshal(v any) ([]byte, error) {
 }
 
 func (r batchResponse) appendJSON(b []byte) ([]byte, error) {
-	if b == nil {
-		// Room for the usual driver, and for writeBody's newline.
-		b = make([]byte, 0, 64+300*len(r.Drivers))
+	// Room for the usual driver, and for writeBody's newline.
+	if need := 64 + 300*len(r.Drivers); cap(b)-len(b) < need {
+		b = append(make([]byte, 0, len(b)+need), b...)
 	}
 	b = append(b, `{"drivers":`...)
 	b, err := appendDrivers(b, r.Drivers)

@@ -6,21 +6,23 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/apollo-platform/apollo/internal/driver"
 )
 
 // api holds what the handlers share. It is built once by New and only read
-// afterwards.
+// afterwards, but for its pool of buffers.
 type api struct {
-	responder // its log also receives the access log
-	cfg       Config
-	drivers   Drivers
-	bookings  Bookings
-	rules     driver.Rules
-	now       func() time.Time
-	stopping  context.Context // see Deps.Stopping
+	responder    // its log also receives the access log
+	cfg          Config
+	drivers      Drivers
+	bookings     Bookings
+	rules        driver.Rules
+	now          func() time.Time
+	stopping     context.Context // see Deps.Stopping
+	batchScratch sync.Pool       // *batchScratch
 }
 
 // route is one registered pattern and its handler.

@@ -55,8 +55,11 @@ func millis(t time.Time) string {
 }
 
 func fromMillis(s string) time.Time {
+	if s == "" { // the usual reservation: none, and no error to make
+		return time.Time{}
+	}
 	ms, err := strconv.ParseInt(s, 10, 64)
-	if err != nil || s == "" {
+	if err != nil {
 		return time.Time{}
 	}
 	return time.UnixMilli(ms).UTC()

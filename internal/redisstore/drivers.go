@@ -54,18 +54,15 @@ func (s *Drivers) get(ctx context.Context, id string, how read) (driver.Driver, 
 // outcome, so a failed node costs only the drivers it could not serve.
 // Duplicate ids are read once.
 func (s *Drivers) BatchGet(ctx context.Context, ids []string) (Batch, error) {
-	var b Batch
-	uniq := make([]string, 0, len(ids))
-	seen := make(map[string]bool, len(ids))
 	for _, id := range ids {
 		if err := driver.ValidateID(id); err != nil {
-			return b, err
-		}
-		if !seen[id] {
-			seen[id] = true
-			uniq = append(uniq, id)
+			return Batch{}, err
 		}
 	}
+	uniq := driver.Distinct(ids)
+	// Usually every driver is found: room for all, so that appending
+	// never copies a slice of them.
+	b := Batch{Drivers: make([]driver.Driver, 0, len(uniq))}
 	cmds := make([]redisroute.Cmd, len(uniq))
 	for i, id := range uniq {
 		cmds[i] = readDriver(id, false)

@@ -1,0 +1,45 @@
+package driver
+
+// smallDistinct is the most ids Distinct compares pairwise: below it,
+// comparing every pair costs less than a map, and allocates nothing.
+const smallDistinct = 64
+
+// Distinct returns ids without repeats, each at its first place. A batch
+// read usually repeats none: then it returns ids itself, allocating
+// nothing, so the caller must not change either slice afterwards.
+func Distinct(ids []string) []string {
+	if !hasRepeats(ids) {
+		return ids
+	}
+	seen := make(map[string]struct{}, len(ids))
+	out := make([]string, 0, len(ids))
+	for _, id := range ids {
+		if _, dup := seen[id]; !dup {
+			seen[id] = struct{}{}
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// hasRepeats reports whether an id appears twice in ids.
+func hasRepeats(ids []string) bool {
+	if len(ids) > smallDistinct {
+		seen := make(map[string]struct{}, len(ids))
+		for _, id := range ids {
+			if _, dup := seen[id]; dup {
+				return true
+			}
+			seen[id] = struct{}{}
+		}
+		return false
+	}
+	for i := 1; i < len(ids); i++ {
+		for _, earlier := range ids[:i] {
+			if ids[i] == earlier {
+				return true
+			}
+		}
+	}
+	return false
+}
