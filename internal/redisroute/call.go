@@ -302,8 +302,9 @@ func (r *Router) vouched(x *node, now time.Time) bool {
 	return v != nil && now.Sub(v.at) <= 3*r.cfg.ReplicaCheckInterval
 }
 
-// markUnacked records that a write to n had fewer replica acknowledgements
-// than it asked for; each such write renews the mark.
+// markUnacked records that a write to n (or a confirmed read's fence, a
+// write too) had fewer replica acknowledgements than it asked for; each
+// such write renews the mark.
 func (r *Router) markUnacked(n *node) {
 	n.unackedUntil.Store(r.clock.Now().Add(r.unackedHold()).UnixNano())
 }
@@ -615,6 +616,14 @@ func (c *call) onDone(a *attempt) {
 				res.Val, res.Err = nil, fmt.Errorf("%w: the fence write failed: %v", ErrReadUnconfirmed, a.fenceErr)
 			case !write && int(a.acked) < need:
 				res.Val, res.Err = nil, fmt.Errorf("%w: %d of %d replicas acknowledged within %s", ErrReadUnconfirmed, a.acked, need, c.r.cfg.AckTimeout)
+				c.r.markUnacked(a.node) // the fence is a write its replicas did not take
+			}
+			if res.Err != nil && !write && c.cmds[i].Acks == 0 && st.pending > 0 {
+				// The router's own confirmation (suspectFallback) failed,
+				// not one the caller asked for: this node's answer is not
+				// to be used, but another attempt may still answer.
+				st.lastErr = fmt.Errorf("%s: %w", a.node.addr, res.Err)
+				continue
 			}
 			c.finish(i, res)
 		case classReply:

@@ -555,3 +555,50 @@ func TestARedirectedReadToASuspectPrimaryIsConfirmed(t *testing.T) {
 		t.Errorf("sent %q to the primary the read was moved to, want the read, its fence and WAIT", wire)
 	}
 }
+
+// A confirmed read whose fence WAIT falls short marks its primary as a
+// write would: the fence is a write the replicas did not take, so reads
+// sent to that node afterwards are confirmed too.
+func TestAConfirmedReadShortOfAcksMarksItsPrimary(t *testing.T) {
+	var wire []string
+	c := newFakeCluster(t, shard3(recordWire("p:1", 0, nil, &wire), answer("a:1", 2), answer("b:1", 2)))
+	for _, a := range []string{"a:1", "b:1"} {
+		c.nodes[a].repl.Store(&verdict{known: true, reason: replicaCaughtUp, at: c.clock.Now()})
+	}
+	key := c.key(0)
+	if r := c.r.Exec(longCtx(t), []Cmd{{Args: []any{"GET", key}, Key: key, Fresh: true, Acks: 1}})[0]; !errors.Is(r.Err, ErrReadUnconfirmed) {
+		t.Fatalf("confirmed read with no replica acknowledging: %+v, want ErrReadUnconfirmed", r)
+	}
+	wire = nil
+	c.r.migratingUntil.Store(c.clock.Now().Add(time.Hour).UnixNano()) // plain reads go to primaries
+	c.r.Exec(longCtx(t), []Cmd{Read("GET", key)})
+	if len(wire) != 3 || !strings.HasPrefix(wire[1], "set apollo:fence:{") {
+		t.Errorf("sent %q to the primary for a plain read after it, want the read, its fence and WAIT", wire)
+	}
+}
+
+// A hedge sent to a primary whose reads must be confirmed, that cannot
+// confirm, is a failed attempt, not the command's answer, while the
+// attempt it hedged may still answer: a slow replica beats an error.
+func TestAnUnconfirmedHedgeWaitsForTheAttemptItHedged(t *testing.T) {
+	shards := shard3(answer("p:1", 0), answer("a:1", 2), answer("b:1", 2))
+	release := shards[0][1].hang()
+	c := newFakeCluster(t, shards)
+	c.r.eject(c.nodes["b:1"], "test") // the hedge can only go to the primary
+	c.nodes["a:1"].repl.Store(&verdict{known: true, reason: replicaCaughtUp, at: c.clock.Now()})
+	c.r.markUnacked(c.nodes["p:1"])
+	res := c.exec(longCtx(t), Read("GET", c.key(0)))
+	waitArrived(t, shards[0][1])
+	c.waitTimers(t, 1)
+	c.clock.Advance(c.r.cfg.HedgeMin)
+	waitArrived(t, shards[0][0]) // the hedge, which p:1 answers unconfirmed
+	select {
+	case r := <-res:
+		t.Fatalf("the call ended on its unconfirmed hedge while a:1 could still answer: %+v", r)
+	case <-time.After(50 * time.Millisecond):
+	}
+	release()
+	if r := (<-res)[0]; r.Err != nil || r.Node != "a:1" {
+		t.Errorf("got %+v, want a:1's answer", r)
+	}
+}
