@@ -17,11 +17,15 @@ import (
 	"github.com/apollo-platform/apollo/internal/secret"
 )
 
-// Exit codes.
+// Exit codes. verify has two of its own, apart from a run that failed
+// (1) or was asked wrongly (2), so that a script can tell a bug found in
+// Apollo from a run that could not be made.
 const (
-	exitOK      = 0
-	exitFailure = 1
-	exitUsage   = 2
+	exitOK        = 0
+	exitFailure   = 1
+	exitUsage     = 2
+	exitViolation = 3 // verify: a check found a violation
+	exitUndecided = 4 // verify: a check could not decide, and none failed
 )
 
 // env gives a subcommand its input and output.

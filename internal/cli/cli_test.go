@@ -121,10 +121,27 @@ func TestVerifyHelpExplainsEveryFault(t *testing.T) {
 	}
 }
 
+// A verify refused for how it was asked leaves no directory behind.
+func TestARefusedVerifyLeavesNoDirectory(t *testing.T) {
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp) // where verify makes its directory when --dir is not given
+	f := filepath.Join(t.TempDir(), "run.json")
+	if err := os.WriteFile(f, []byte(`{}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, _, _ := run(t, context.Background(), "verify", "--check", f)
+	left, err := os.ReadDir(tmp)
+	if code != exitUsage || err != nil || len(left) != 0 {
+		t.Errorf("exit %d, left %v (%v), want %d and nothing", code, left, err, exitUsage)
+	}
+}
+
 // verify --check reads a run written by --json or a bare history, and
-// refuses a file that holds no operation rather than pass it.
+// refuses a file that holds no operation rather than pass it; a violation
+// has an exit code of its own.
 func TestVerifyCheckRefusesAFileWithNoHistory(t *testing.T) {
 	op := `{"id":0,"client":1,"kind":"heartbeat","driver_id":"d1","invoke_ns":1,"return_ns":2,"outcome":"ok","http_status":200,"seen":{"status":"offline"}}`
+	onTrip := `{"id":1,"client":1,"kind":"driver_event","event":"go_online","driver_id":"d1","invoke_ns":3,"return_ns":4,"outcome":"ok","http_status":200,"seen":{"status":"on_trip","version":1}}`
 	for _, tc := range []struct {
 		name, body string
 		wantCode   int
@@ -134,13 +151,15 @@ func TestVerifyCheckRefusesAFileWithNoHistory(t *testing.T) {
 		{"not JSON", `nope`, exitUsage, "invalid character"},
 		{"a run", `{"history":{"ops":[` + op + `]}}`, exitOK, "operations: 1"},
 		{"a bare history", `{"ops":[` + op + `]}`, exitOK, "operations: 1"},
+		// Straight from offline to on a trip: no sequence of events explains it.
+		{"a violation", `{"ops":[` + op + `,` + onTrip + `]}`, exitViolation, "verdict: fail"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := filepath.Join(t.TempDir(), "run.json")
 			if err := os.WriteFile(f, []byte(tc.body), 0o600); err != nil {
 				t.Fatal(err)
 			}
-			code, out, errs := run(t, context.Background(), "verify", "--check", f)
+			code, out, errs := run(t, context.Background(), "verify", "--check", f, "--dir", t.TempDir())
 			if code != tc.wantCode || !strings.Contains(out+errs, tc.want) {
 				t.Errorf("exit %d, want %d; output does not contain %q:\n%s%s", code, tc.wantCode, tc.want, out, errs)
 			}

@@ -41,7 +41,8 @@ the most to another, under the workload: needs redis-cli), cluster-restart
 --persistence's), or all. Each node has a loopback address
 of its own (127.A.B.n), so that a partition can be made between them.
 A failing partition's porcupine view is written as HTML next to the report.
-Exit code: 0 every check passed, 1 a violation, 2 a check undecided.
+Exit code: 0 every check passed, 3 a violation, 4 a check undecided (and
+none failed), 1 the run could not be made, 2 a usage error.
 --check FILE checks a history written by --json before, without a run.`
 
 func runVerify(ctx context.Context, e env, args []string) error {
@@ -80,20 +81,23 @@ func runVerify(ctx context.Context, e env, args []string) error {
 		}
 		cfg.Faults = fl
 	}
+	// Every usage error before the directory is made: a run refused
+	// leaves no empty directory behind.
+	var h verify.History
+	if *checkOnly != "" {
+		var err error
+		if h, err = readRun(*checkOnly); err != nil {
+			return usageError{err}
+		}
+	} else if err := cfg.Validate(); err != nil {
+		return usageError{err}
+	}
 	out, keep, err := verifyDir(*dir)
 	if err != nil {
 		return err
 	}
-	var h verify.History
-	if *checkOnly != "" {
-		if h, err = readRun(*checkOnly); err != nil {
-			return usageError{err}
-		}
-	} else {
+	if *checkOnly == "" {
 		cfg.Dir, cfg.Progress = out, e.stderr
-		if err := cfg.Validate(); err != nil {
-			return usageError{err}
-		}
 		start := time.Now()
 		if h, err = verify.Run(ctx, cfg); err != nil {
 			return fmt.Errorf("verify run (files in %s): %w", out, err)
@@ -116,10 +120,10 @@ func runVerify(ctx context.Context, e env, args []string) error {
 		return nil
 	case verify.Fail:
 		fmt.Fprintf(e.stdout, "files: %s\n", out)
-		return silentExit{1}
+		return silentExit{exitViolation}
 	default:
 		fmt.Fprintf(e.stdout, "files: %s\n", out)
-		return silentExit{2}
+		return silentExit{exitUndecided}
 	}
 }
 
