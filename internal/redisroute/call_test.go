@@ -602,3 +602,30 @@ func TestAnUnconfirmedHedgeWaitsForTheAttemptItHedged(t *testing.T) {
 		t.Errorf("got %+v, want a:1's answer", r)
 	}
 }
+
+// A command that runs out of time while the cluster answers that it is
+// in no state to serve it (down, loading, mid-migration, moving the slot
+// on and on) fails as unavailable, the reply naming why: the cluster's
+// state, not a reply to the command. A reply to the command itself (a
+// wrong type, a script's error) stays what it is.
+func TestACommandOutOfTimeInAClusterStateIsUnavailable(t *testing.T) {
+	for _, tc := range []struct {
+		reply           replyError
+		wantUnavailable bool
+	}{
+		{"CLUSTERDOWN The cluster is down", true},
+		{"LOADING Redis is loading the dataset in memory", true},
+		{"TRYAGAIN Multiple keys request during rehashing of slot", true},
+		{"WRONGTYPE Operation against a key holding the wrong kind of value", false},
+	} {
+		t.Run(strings.Fields(string(tc.reply))[0], func(t *testing.T) {
+			c := newFakeCluster(t, shard3(failAll(tc.reply), answer("a:1", 2), answer("b:1", 2)))
+			ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+			defer cancel()
+			r := c.advanceUntil(t, c.exec(ctx, Write("SET", c.key(0), "v")), 50*time.Millisecond)[0]
+			if errors.Is(r.Err, ErrUnavailable) != tc.wantUnavailable || r.Err == nil || !strings.Contains(r.Err.Error(), string(tc.reply)) {
+				t.Errorf("got %+v; want an error naming %q, unavailable: %v", r, tc.reply, tc.wantUnavailable)
+			}
+		})
+	}
+}

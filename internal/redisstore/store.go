@@ -110,15 +110,16 @@ func NewDrivers(r router, cfg Config, rules driver.Rules) (*Drivers, error) {
 		index: newScript(indexScript), sweep: newScript(sweepScript), claim: newScript(claimScript), zremIf: newScript(zremIfScoreScript)}, nil
 }
 
-// storeErr classifies a routing error: a Redis reply error is a bug or bad
-// data (returned as is); anything else means Redis could not answer. nil
-// stays nil.
+// storeErr classifies a routing error: a reply error to the command is a
+// bug or bad data (returned as is); anything else, a reply refusing it
+// that the router gave up on (CLUSTERDOWN, LOADING, TRYAGAIN) among them,
+// means Redis could not answer. nil stays nil.
 func storeErr(err error) error {
 	if err == nil {
 		return nil
 	}
 	var rerr redis.Error
-	if errors.As(err, &rerr) || errors.Is(err, redisroute.ErrInvalidCommand) {
+	if errors.As(err, &rerr) && !errors.Is(err, redisroute.ErrUnavailable) || errors.Is(err, redisroute.ErrInvalidCommand) {
 		return err
 	}
 	return fmt.Errorf("%w: %w", ErrUnavailable, err)
