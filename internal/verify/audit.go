@@ -40,6 +40,7 @@ func Audits() []Audit {
 		{Code: CodeBookingStuck, NeedsFinal: true, Run: StuckBookings},
 		{Code: CodeRulesDiffer, NeedsFinal: true, Run: RulesDiffer},
 		{Code: CodeGhostBooking, NeedsFinal: true, Run: GhostBookings},
+		{Code: CodeInternalError, Run: InternalErrors},
 	}
 }
 

@@ -157,3 +157,14 @@ func TestViolationsNameTheirEntities(t *testing.T) {
 		t.Errorf("violation %+v: want driver d7, bookings b1 and b2, ops 0-2", v)
 	}
 }
+
+func TestInternalErrors(t *testing.T) {
+	answered := func(k Kind, status int, code string) Op {
+		return Op{Kind: k, Instance: "http://a", Invoke: sec(1), Return: sec(2), Outcome: outcomeOf(k, status, nil), Status: status, Code: code}
+	}
+	runAudit(t, InternalErrors, CodeInternalError, []auditCase{
+		{"failures the API names", history(answered(Heartbeat, 503, "unavailable"), answered(DriverEvent, 409, "illegal_transition")), 0},
+		{"a 500", history(answered(Heartbeat, 500, "internal")), 1},
+		{"500s of two kinds", history(answered(Heartbeat, 500, "internal"), answered(ReadBooking, 500, "internal"), answered(Heartbeat, 500, "internal")), 2},
+	})
+}
