@@ -166,3 +166,16 @@ func TestVerifyCheckRefusesAFileWithNoHistory(t *testing.T) {
 		})
 	}
 }
+
+// The report names each partition porcupine could not decide, so that it
+// can be checked again with more time.
+func TestVerifyTextNamesTheUndecidedPartitions(t *testing.T) {
+	var b strings.Builder
+	writeVerifyText(&b, verify.Report{Verdict: verify.Undecided, Partitions: []verify.PartitionResult{
+		{Model: "driver", Key: "vd-004", Ops: 441, Verdict: verify.Undecided, Elapsed: 5 * time.Minute},
+		{Model: "booking", Key: "b-1", Ops: 9, Verdict: verify.Fail},
+	}})
+	if out := b.String(); !strings.Contains(out, "UNDECIDED driver vd-004: 441 operations, porcupine gave up after 5m0s") || strings.Contains(out, "b-1") {
+		t.Errorf("report:\n%s\nwant the undecided driver named, and only it", out)
+	}
+}

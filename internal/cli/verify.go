@@ -194,5 +194,11 @@ func writeVerifyText(w io.Writer, rep verify.Report) {
 		}
 		fmt.Fprintln(w)
 	}
+	for _, p := range rep.Partitions {
+		if p.Verdict == verify.Undecided {
+			fmt.Fprintf(w, "UNDECIDED %s %s: %d operations, porcupine gave up after %s; check it again with --check and a longer --partition-timeout\n",
+				p.Model, p.Key, p.Ops, p.Elapsed.Round(time.Second))
+		}
+	}
 	fmt.Fprintf(w, "verdict: %s\n", rep.Verdict)
 }

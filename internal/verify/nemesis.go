@@ -50,6 +50,7 @@ type nemesis struct {
 	rng       *rand.Rand
 	start     time.Time
 	events    []FaultEvent
+	say       func(string) // a progress line per action; nil: none
 }
 
 // effecter is a fault that measures what it did to the data.
@@ -64,6 +65,22 @@ func (n *nemesis) record(kind string, f drill.Fault, action string, err error) {
 		ev.Effect = e.Effect()
 	}
 	n.events = append(n.events, ev)
+	n.progress(ev)
+}
+
+// progress tells of ev on the run's progress output.
+func (n *nemesis) progress(ev FaultEvent) {
+	if n.say == nil {
+		return
+	}
+	line := fmt.Sprintf("%s: %s %s", time.Duration(ev.At).Round(time.Second), ev.Action, ev.Fault)
+	switch {
+	case ev.Err != "":
+		line += " failed: " + ev.Err
+	case ev.Effect != "":
+		line += ": " + ev.Effect
+	}
+	n.say(line)
 }
 
 // run injects faults until ctx ends, healing each before the next and the
@@ -77,7 +94,9 @@ func (n *nemesis) run(ctx context.Context) {
 		kind := n.faults[i%len(n.faults)]
 		f, err := n.fault(ctx, kind)
 		if err != nil {
-			n.events = append(n.events, FaultEvent{Kind: kind, Fault: kind, Action: "inject", At: time.Since(n.start).Nanoseconds(), Err: err.Error()})
+			ev := FaultEvent{Kind: kind, Fault: kind, Action: "inject", At: time.Since(n.start).Nanoseconds(), Err: err.Error()}
+			n.events = append(n.events, ev)
+			n.progress(ev)
 			continue
 		}
 		n.record(kind, f, "inject", f.Inject(ctx))

@@ -121,6 +121,13 @@ func outcomeOf(k Kind, status int, err error) Outcome {
 	}
 }
 
+// count is how many operations are recorded so far.
+func (r *recorder) count() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.ops)
+}
+
 func (r *recorder) history() []Op {
 	r.mu.Lock()
 	defer r.mu.Unlock()

@@ -162,7 +162,8 @@ func Run(ctx context.Context, cfg Config) (h History, err error) {
 	w := &workload{rec: rec, instances: instances, drivers: cfg.Drivers, riders: cfg.Riders, seed: cfg.Seed,
 		center: [2]float64{1.3000, 103.8000}, bookings: map[string]bool{}}
 	n := &nemesis{c: c, instances: instances, faults: cfg.Faults, every: cfg.FaultEvery, hold: cfg.FaultFor,
-		rng: rand.New(rand.NewPCG(cfg.Seed, 7)), start: h.Start}
+		rng: rand.New(rand.NewPCG(cfg.Seed, 7)), start: h.Start,
+		say: func(line string) { say("%s (%d operations so far)", line, rec.count()) }}
 
 	runCtx, stop := context.WithTimeout(ctx, cfg.Duration)
 	defer stop()

@@ -29,11 +29,21 @@ func TestAShortVerifyRunOfThisBuildFindsNoViolation(t *testing.T) {
 	cfg := verify.DefaultConfig()
 	cfg.Bin, cfg.Dir, cfg.Duration = buildApollo(t, dir), dir, 40*time.Second
 	cfg.Faults = []string{"handshake", "primary-partition", "instance-kill", "cluster-restart"}
+	progress, err := os.Create(filepath.Join(dir, "progress.log")) // a file: safe for the run's goroutines
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer progress.Close()
+	cfg.Progress = progress
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	h, err := verify.Run(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
+	}
+	// A long run tells of each fault as it goes.
+	if said, err := os.ReadFile(progress.Name()); err != nil || !strings.Contains(string(said), ": inject handshake") || !strings.Contains(string(said), ": heal ") {
+		t.Errorf("progress (%v) does not tell of each fault's injection and healing:\n%s", err, said)
 	}
 	if left := clustertest.RedisProcessesUnder(dir); len(left) > 0 {
 		t.Errorf("redis-server processes left behind: %v", left)
