@@ -28,6 +28,10 @@ func decodeBody(w http.ResponseWriter, r *http.Request, limit int64, v any) erro
 	return unmarshalStrict(body, v)
 }
 
+// maxBodyPrealloc is the most readJSONBody sets aside for a body before
+// reading it; a larger one grows as it arrives.
+const maxBodyPrealloc = 16 << 10
+
 // readJSONBody checks r's Content-Type and reads its body, at most limit
 // bytes, appending to buf. Reading it whole before decoding lets a
 // handler try a fast path on the bytes (scanIDs) and fall back to
@@ -40,7 +44,10 @@ func readJSONBody(w http.ResponseWriter, r *http.Request, limit int64, buf []byt
 	if r.ContentLength > limit {
 		return nil, &http.MaxBytesError{Limit: limit}
 	}
-	if n := int(r.ContentLength) + 1; n > cap(buf)-len(buf) { // +1: room to see EOF without growing
+	// Room for the declared length (+1 to see EOF without growing), but
+	// no more than a usual body before any of it has arrived: a client
+	// declaring a megabyte and sending nothing holds no megabyte.
+	if n := min(int(r.ContentLength)+1, maxBodyPrealloc); n > cap(buf)-len(buf) {
 		buf = append(make([]byte, 0, len(buf)+n), buf...)
 	}
 	body := http.MaxBytesReader(innermost(w), r.Body, limit)

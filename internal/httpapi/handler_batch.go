@@ -37,10 +37,11 @@ const (
 
 // decodeBatchRequest reads the ids of a batch-get body: the usual body
 // by scanIDs, any other by unmarshalStrict.
-func decodeBatchRequest(body []byte) (batchRequest, error) {
-	// A guess at the number of ids, from the quotes: the field name's two
-	// and each id's two.
-	if ids, ok := scanIDs(string(body), make([]string, 0, max(bytes.Count(body, []byte{'"'})/2-1, 0))); ok {
+func decodeBatchRequest(body []byte, maxBatch int) (batchRequest, error) {
+	// A guess at the number of ids, from the quotes (the field name's two
+	// and each id's two), within what uniqueIDs will accept.
+	guess := min(max(bytes.Count(body, []byte{'"'})/2-1, 0), maxBatch+1)
+	if ids, ok := scanIDs(string(body), make([]string, 0, guess)); ok {
 		return batchRequest{IDs: ids}, nil
 	}
 	var req batchRequest
@@ -82,7 +83,7 @@ func (a *api) batchGet(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, r, err)
 		return
 	}
-	req, err := decodeBatchRequest(body)
+	req, err := decodeBatchRequest(body, a.cfg.MaxBatch)
 	if err != nil {
 		a.fail(w, r, err)
 		return

@@ -1,7 +1,10 @@
 package httpapi
 
 import (
+	"net/http"
+	"net/http/httptest"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -66,5 +69,17 @@ func TestScanIDsReadsTheUsualBodyAndLeavesTheRest(t *testing.T) {
 		if ok != (tt.want != nil) || !slices.Equal(got, tt.want) {
 			t.Errorf("scanIDs(%q) = %q, %v; want %q", tt.body, got, ok, tt.want)
 		}
+	}
+}
+
+// A body declared large is not set aside in full before it arrives: a
+// client declaring a megabyte and sending two bytes holds no megabyte.
+func TestReadJSONBodySetsAsideNoMoreThanAUsualBodyBeforeReading(t *testing.T) {
+	r := httptest.NewRequest(http.MethodPost, "/v1/drivers/batch-get", strings.NewReader(`{}`))
+	r.Header.Set("Content-Type", "application/json")
+	r.ContentLength = 1 << 20
+	body, err := readJSONBody(httptest.NewRecorder(), r, 2<<20, nil)
+	if err != nil || string(body) != "{}" || cap(body) > maxBodyPrealloc {
+		t.Errorf("got %q (cap %d), %v; want {} in at most %d bytes", body, cap(body), err, maxBodyPrealloc)
 	}
 }

@@ -622,7 +622,9 @@ func (c *call) onDone(a *attempt) {
 				// The router's own confirmation (suspectFallback) failed,
 				// not one the caller asked for: this node's answer is not
 				// to be used, but another attempt may still answer.
-				st.lastErr = fmt.Errorf("%s: %w", a.node.addr, res.Err)
+				// %v: should the call run out of time waiting, it ends
+				// unanswered, not unconfirmed.
+				st.lastErr = fmt.Errorf("%s: %v", a.node.addr, res.Err)
 				continue
 			}
 			c.finish(i, res)

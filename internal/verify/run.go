@@ -51,7 +51,8 @@ type Config struct {
 	// RedisConf are redis.conf lines ("directive value") added to every
 	// node's configuration, to see what a setting changes under the faults.
 	RedisConf []string
-	// Progress receives a line per phase and per fault.
+	// Progress receives a line per phase and per fault, one write at a
+	// time.
 	Progress io.Writer
 
 	// The instances' settings that bound G4/G5's slack.
@@ -110,7 +111,12 @@ func Run(ctx context.Context, cfg Config) (h History, err error) {
 	if err := cfg.Validate(); err != nil {
 		return h, err
 	}
-	say := func(format string, a ...any) { fmt.Fprintf(cfg.Progress, "verify: "+format+"\n", a...) }
+	var sayMu sync.Mutex // the nemesis says its faults from a goroutine of its own
+	say := func(format string, a ...any) {
+		sayMu.Lock()
+		defer sayMu.Unlock()
+		fmt.Fprintf(cfg.Progress, "verify: "+format+"\n", a...)
+	}
 	if slices.Contains(cfg.Faults, "primary-partition") {
 		if err := localcluster.CheckFirewall(ctx); err != nil {
 			return h, fmt.Errorf("the primary-partition fault cannot run here: %w (choose --faults without it)", err)

@@ -29,7 +29,7 @@ func TestAShortVerifyRunOfThisBuildFindsNoViolation(t *testing.T) {
 	cfg := verify.DefaultConfig()
 	cfg.Bin, cfg.Dir, cfg.Duration = buildApollo(t, dir), dir, 40*time.Second
 	cfg.Faults = []string{"handshake", "primary-partition", "instance-kill", "cluster-restart"}
-	progress, err := os.Create(filepath.Join(dir, "progress.log")) // a file: safe for the run's goroutines
+	progress, err := os.Create(filepath.Join(dir, "progress.log"))
 	if err != nil {
 		t.Fatal(err)
 	}
