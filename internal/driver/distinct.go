@@ -5,10 +5,11 @@ package driver
 const smallDistinct = 64
 
 // Distinct returns ids without repeats, each at its first place. A batch
-// read usually repeats none: then it returns ids itself, allocating
-// nothing, so the caller must not change either slice afterwards.
+// read usually repeats none: then, for up to smallDistinct ids, it returns
+// ids itself, allocating nothing, so the caller must not change either
+// slice afterwards.
 func Distinct(ids []string) []string {
-	if !hasRepeats(ids) {
+	if len(ids) <= smallDistinct && !repeatsPairwise(ids) {
 		return ids
 	}
 	seen := make(map[string]struct{}, len(ids))
@@ -22,18 +23,9 @@ func Distinct(ids []string) []string {
 	return out
 }
 
-// hasRepeats reports whether an id appears twice in ids.
-func hasRepeats(ids []string) bool {
-	if len(ids) > smallDistinct {
-		seen := make(map[string]struct{}, len(ids))
-		for _, id := range ids {
-			if _, dup := seen[id]; dup {
-				return true
-			}
-			seen[id] = struct{}{}
-		}
-		return false
-	}
+// repeatsPairwise reports whether an id appears twice in ids, comparing
+// every pair.
+func repeatsPairwise(ids []string) bool {
 	for i := 1; i < len(ids); i++ {
 		for _, earlier := range ids[:i] {
 			if ids[i] == earlier {

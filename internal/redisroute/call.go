@@ -641,7 +641,7 @@ func (c *call) onDone(a *attempt) {
 			st.sent = false // a redirect reply means it did not run here
 			st.tried = removeNode(st.tried, a.node)
 			if st.redirects++; st.redirects > maxRedirects || !validAddr(addr) {
-				c.finishErr(i, unavailable(st.lastErr))
+				c.giveUp(i)
 			} else if cl == classAsk {
 				asks[addr] = append(asks[addr], i)
 			} else {
@@ -705,7 +705,7 @@ func (c *call) retry(idx []int) {
 	if !c.r.retries.withdraw() {
 		c.r.m.retryDenied.Inc()
 		for _, i := range idx {
-			c.finishErr(i, unavailable(c.st[i].lastErr))
+			c.giveUp(i)
 		}
 		return
 	}
@@ -719,7 +719,7 @@ func (c *call) backoff(i int) {
 	st := &c.st[i]
 	st.backoff = min(max(2*st.backoff, 10*time.Millisecond), 250*time.Millisecond)
 	if dl, ok := c.ctx.Deadline(); ok && dl.Sub(c.r.clock.Now()) < st.backoff {
-		c.finishErr(i, unavailable(st.lastErr))
+		c.giveUp(i)
 		return
 	}
 	c.after(st.backoff, event{retry: []int{i}})
@@ -749,18 +749,16 @@ func (c *call) finish(i int, res Result) {
 	}
 }
 
-// unavailable is the error of a command given up unexecuted, last
-// refused with err: the cluster's state (down, loading, migrating, a
-// node refusing this client) or no node reachable, never a reply to the
-// command itself, so ErrUnavailable, with err saying which.
-func unavailable(err error) error {
-	switch {
-	case err == nil:
-		return ErrUnavailable
-	case errors.Is(err, ErrUnavailable):
-		return err
+// giveUp ends command i unexecuted, last refused with its lastErr: the
+// cluster's state (down, loading, migrating, a node refusing this client)
+// or no node reachable, never a reply to the command itself, so
+// ErrUnavailable, with lastErr saying which.
+func (c *call) giveUp(i int) {
+	err := c.st[i].lastErr
+	if err != nil && !errors.Is(err, ErrUnavailable) {
+		err = fmt.Errorf("%w: %w", ErrUnavailable, err)
 	}
-	return fmt.Errorf("%w: %w", ErrUnavailable, err)
+	c.finishErr(i, err) // nil: ErrUnavailable
 }
 
 func (c *call) finishErr(i int, err error) {

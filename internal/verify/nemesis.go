@@ -64,12 +64,12 @@ func (n *nemesis) record(kind string, f drill.Fault, action string, err error) {
 	if e, ok := f.(effecter); ok && action == "heal" {
 		ev.Effect = e.Effect()
 	}
-	n.events = append(n.events, ev)
-	n.progress(ev)
+	n.add(ev)
 }
 
-// progress tells of ev on the run's progress output.
-func (n *nemesis) progress(ev FaultEvent) {
+// add records ev and tells of it on the run's progress output.
+func (n *nemesis) add(ev FaultEvent) {
+	n.events = append(n.events, ev)
 	if n.say == nil {
 		return
 	}
@@ -94,9 +94,7 @@ func (n *nemesis) run(ctx context.Context) {
 		kind := n.faults[i%len(n.faults)]
 		f, err := n.fault(ctx, kind)
 		if err != nil {
-			ev := FaultEvent{Kind: kind, Fault: kind, Action: "inject", At: time.Since(n.start).Nanoseconds(), Err: err.Error()}
-			n.events = append(n.events, ev)
-			n.progress(ev)
+			n.add(FaultEvent{Kind: kind, Fault: kind, Action: "inject", At: time.Since(n.start).Nanoseconds(), Err: err.Error()})
 			continue
 		}
 		n.record(kind, f, "inject", f.Inject(ctx))
