@@ -57,7 +57,7 @@ func TestLiveDriversAreFoundBehindACrowdOfSilentOnes(t *testing.T) {
 // it reads none of their records, and sweeps them out after its answer.
 func TestASearchSkipsAndSweepsSilentDriversNobodyElseCleansUp(t *testing.T) {
 	c := clustertest.Start(t, func(cfg *localcluster.Config) { cfg.Primaries, cfg.Replicas = 3, 1 })
-	s, r := sweepingStore(t, c)
+	s, r := sweepingStore(t, c, noExtraRequests)
 	ctx := context.Background()
 	// The pickup is 100 m inside its cell's east edge; the live drivers are
 	// across the edge, in the next cell.
@@ -227,9 +227,9 @@ func TestDriverHashesExpireUnlessTheyHeartbeat(t *testing.T) {
 
 // sweepingStore is a store whose searches wait long enough for their sweep
 // that a busy test machine does not make it look lost.
-func sweepingStore(t *testing.T, c *localcluster.Cluster) (*redisstore.Drivers, *redisroute.Router) {
+func sweepingStore(t *testing.T, c *localcluster.Cluster, edit ...func(*redisroute.Config)) (*redisstore.Drivers, *redisroute.Router) {
 	t.Helper()
-	r := newRouterFor(t, c)
+	r := newRouterFor(t, c, edit...)
 	cfg := redisstore.DefaultConfig()
 	cfg.SweepWait = 5 * time.Second
 	s, err := redisstore.NewDrivers(r, cfg, driver.DefaultRules())
