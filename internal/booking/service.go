@@ -247,7 +247,9 @@ func (s *Service) Create(ctx context.Context, req Request) (Booking, error) {
 		// The rider will hear it failed, so it must not go on: a failover
 		// could lose it, and if none does it would be allocated later, a
 		// ride for a rider who was told there is none.
-		if werr := s.store.Withdraw(context.WithoutCancel(ctx), b); werr != nil {
+		wctx, cancel := detached(ctx)
+		defer cancel()
+		if werr := s.store.Withdraw(wctx, b); werr != nil {
 			s.log.Warn("withdraw an unconfirmed booking", "booking", id, "err", werr)
 		}
 		return Booking{}, err
@@ -317,7 +319,9 @@ func (s *Service) tryAllocate(ctx context.Context, b Booking) (Booking, error) {
 		// holds; the reservation is left to lapse, and the sweep frees the
 		// driver if the booking turns out not to hold it.
 		if errors.Is(err, ErrConflict) {
-			if rerr := s.driver.Release(context.WithoutCancel(ctx), driverID, b.ID, false, now); rerr != nil {
+			rctx, cancel := detached(ctx)
+			defer cancel()
+			if rerr := s.driver.Release(rctx, driverID, b.ID, false, now); rerr != nil {
 				s.log.Warn("release driver after a lost booking update", "driver", driverID, "booking", b.ID, "err", rerr)
 			}
 		}
@@ -470,4 +474,17 @@ func (s *Service) Cancel(ctx context.Context, id string) (Booking, error) {
 		}
 	}
 	return next, nil
+}
+
+// cleanupTimeout bounds a step that must run although the request's own
+// context may be done (withdrawing an unconfirmed booking, releasing a
+// driver after a lost update).
+const cleanupTimeout = 2 * time.Second
+
+// detached is ctx without its cancellation, with a deadline of its own: a
+// write the step sends lands by then or never (the store's scripts refuse
+// a late one), and the request is answered after it, so a write nobody
+// waits for cannot undo what a retry has since been told.
+func detached(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 }

@@ -41,8 +41,10 @@ type memStore struct {
 	bks map[string]Booking
 	due map[string]time.Time // the open index: open bookings by due time
 
-	unconfirmed bool            // Create stores, then reports ErrUnconfirmed
-	failGet     map[string]bool // Get of these fails, as an unreadable record would
+	unconfirmed bool // Create stores, then reports ErrUnconfirmed
+	// withdrawDeadline is the last Withdraw's context deadline (zero: none).
+	withdrawDeadline time.Time
+	failGet          map[string]bool // Get of these fails, as an unreadable record would
 }
 
 func newMemStore() *memStore {
@@ -132,9 +134,10 @@ func (m *memStore) Forget(_ context.Context, id string) error {
 	return nil
 }
 
-func (m *memStore) Withdraw(_ context.Context, b Booking) error {
+func (m *memStore) Withdraw(ctx context.Context, b Booking) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	m.withdrawDeadline, _ = ctx.Deadline()
 	if m.bks[b.ID].Version == 1 {
 		delete(m.bks, b.ID)
 		delete(m.due, b.ID)
@@ -625,12 +628,18 @@ func TestRequestValidation(t *testing.T) {
 
 // A create the store could not confirm (no replica acknowledged it) is
 // reported as failed, so the booking must never go on: it is withdrawn,
-// not allocated then or later.
+// not allocated then or later. The withdraw runs to a deadline of its own
+// (the request's may be spent), which the failure is answered after: a
+// withdraw that could land later would delete the booking a retry with
+// the same key has since found and reported created.
 func TestAnUnconfirmedCreateIsWithdrawnAndNeverAllocated(t *testing.T) {
 	r := newRig(t, "d1")
 	r.store.unconfirmed = true
 	if _, err := r.svc.Create(context.Background(), req("k")); !errors.Is(err, ErrUnconfirmed) {
 		t.Fatalf("Create = %v, want ErrUnconfirmed", err)
+	}
+	if r.store.withdrawDeadline.IsZero() {
+		t.Error("the withdraw had no deadline: it could land after the retry it races")
 	}
 	r.svc.Start()
 	defer r.svc.Stop()

@@ -24,6 +24,10 @@ type Config struct {
 	// MaxWait caps the long poll of GET /v1/bookings/{id}?wait=. Keep it
 	// below the server's write timeout, or long polls are cut off.
 	MaxWait time.Duration
+	// RequestTimeout is the deadline of a write request (driver location
+	// and events, booking create and cancel) that brings no earlier
+	// Apollo-Deadline: its changes are made by then or not at all.
+	RequestTimeout time.Duration
 }
 
 // DefaultConfig returns the configuration used unless told otherwise.
@@ -36,6 +40,7 @@ func DefaultConfig() Config {
 		MaxLimit:       100,
 		DefaultLimit:   20,
 		MaxWait:        30 * time.Second,
+		RequestTimeout: 5 * time.Second,
 	}
 }
 
@@ -48,6 +53,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.Float64Var(&c.DefaultRadiusM, "api-default-radius-m", c.DefaultRadiusM, "nearby search radius when the query gives none, in metres")
 	fs.IntVar(&c.MaxLimit, "api-max-limit", c.MaxLimit, "most drivers one nearby search returns")
 	fs.IntVar(&c.DefaultLimit, "api-default-limit", c.DefaultLimit, "drivers a nearby search returns when the query gives no limit")
+	fs.DurationVar(&c.RequestTimeout, "api-request-timeout", c.RequestTimeout, "deadline of a write request without an earlier Apollo-Deadline header: its changes are made by then or not at all")
 	fs.DurationVar(&c.MaxWait, "api-max-wait", c.MaxWait, "longest long poll of a booking (?wait=); keep it below the server's write timeout")
 }
 
@@ -74,6 +80,9 @@ func (c Config) Validate() error {
 	}
 	if c.MaxWait <= 0 {
 		errs = append(errs, errors.New("api-max-wait must be positive"))
+	}
+	if c.RequestTimeout <= 0 {
+		errs = append(errs, errors.New("api-request-timeout must be positive"))
 	}
 	return errors.Join(errs...)
 }

@@ -27,6 +27,7 @@ func TestConfigValidate(t *testing.T) {
 		{"zero limit", func(c *httpapi.Config) { c.MaxLimit = 0 }, "api-max-limit must be positive"},
 		{"default limit above max", func(c *httpapi.Config) { c.DefaultLimit = 101 }, "api-default-limit must be within [1, 100]"},
 		{"zero wait", func(c *httpapi.Config) { c.MaxWait = 0 }, "api-max-wait must be positive"},
+		{"zero request timeout", func(c *httpapi.Config) { c.RequestTimeout = 0 }, "api-request-timeout must be positive"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -47,11 +48,12 @@ func TestConfigFlags(t *testing.T) {
 	err := fs.Parse([]string{
 		"-api-max-body-bytes", "2048", "-api-max-batch", "10", "-api-max-radius-m", "5000",
 		"-api-default-radius-m", "100", "-api-max-limit", "50", "-api-default-limit", "5", "-api-max-wait", "10s",
+		"-api-request-timeout", "2s",
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := httpapi.Config{MaxBodyBytes: 2048, MaxBatch: 10, MaxRadiusM: 5000, DefaultRadiusM: 100, MaxLimit: 50, DefaultLimit: 5, MaxWait: 10 * time.Second}
+	want := httpapi.Config{MaxBodyBytes: 2048, MaxBatch: 10, MaxRadiusM: 5000, DefaultRadiusM: 100, MaxLimit: 50, DefaultLimit: 5, MaxWait: 10 * time.Second, RequestTimeout: 2 * time.Second}
 	if c != want {
 		t.Errorf("config = %+v, want %+v", c, want)
 	}

@@ -209,6 +209,10 @@ func classify(err error) problem {
 		p = problem{status: http.StatusServiceUnavailable, code: CodeUnavailable, message: "bookings are not enabled"}
 	case errors.Is(err, errSpampedeDisabled):
 		p = problem{status: http.StatusServiceUnavailable, code: CodeUnavailable, message: "spampede is not enabled"}
+	case errors.Is(err, errDeadlinePassed):
+		p = problem{status: http.StatusServiceUnavailable, code: CodeUnavailable, message: "the request's Apollo-Deadline had passed when it arrived; nothing was done"}
+	case errors.Is(err, redisstore.ErrLate):
+		p = problem{status: http.StatusServiceUnavailable, code: CodeUnavailable, message: "the request's deadline passed before storage made its change, which was not made; try again"}
 	case errors.Is(err, redisstore.ErrUnavailable), errors.Is(err, context.DeadlineExceeded):
 		p = problem{status: http.StatusServiceUnavailable, code: CodeUnavailable, message: "storage is unavailable; try again"}
 	case errors.Is(err, context.Canceled):

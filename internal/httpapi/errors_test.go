@@ -29,6 +29,8 @@ func TestErrorMapping(t *testing.T) {
 		{"not found, wrapped", fmt.Errorf("get drv-1 on 10.0.0.7: %w", redisstore.ErrNotFound), 404, httpapi.CodeNotFound, "driver not found", "", false},
 		{"conflict", redisstore.ErrConflict, 409, httpapi.CodeConflict, "the driver changed concurrently; try again", "", false},
 		{"unavailable", redisstore.ErrUnavailable, 503, httpapi.CodeUnavailable, "storage is unavailable; try again", "", false},
+		{"late", fmt.Errorf("%w: %w", redisstore.ErrUnavailable, redisstore.ErrLate), 503, httpapi.CodeUnavailable,
+			"the request's deadline passed before storage made its change, which was not made; try again", "", false},
 		{"deadline", fmt.Errorf("hgetall: %w", context.DeadlineExceeded), 503, httpapi.CodeUnavailable, "storage is unavailable; try again", "", false},
 		{"cancelled", context.Canceled, 503, httpapi.CodeUnavailable, "request cancelled", "", false},
 		{"transition", &driver.TransitionError{From: driver.StatusOffline, Event: driver.EventAccept, Reason: "not allowed"},

@@ -23,6 +23,7 @@ type fakeDrivers struct {
 	gotQuery redisstore.NearbyQuery
 	gotIDs   []string
 	calls    int
+	deadline time.Time // Heartbeat, Apply: the context's deadline (zero: none)
 }
 
 func newFake(ds ...driver.Driver) *fakeDrivers {
@@ -83,9 +84,10 @@ func (f *fakeDrivers) current(id string) driver.Driver {
 	return driver.Driver{ID: id, Status: driver.StatusOffline}
 }
 
-func (f *fakeDrivers) Heartbeat(_ context.Context, id string, loc driver.Location, now time.Time) (driver.Driver, error) {
+func (f *fakeDrivers) Heartbeat(ctx context.Context, id string, loc driver.Location, now time.Time) (driver.Driver, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.deadline, _ = ctx.Deadline()
 	if err := f.enter(); err != nil {
 		return driver.Driver{}, err
 	}
@@ -98,9 +100,10 @@ func (f *fakeDrivers) Heartbeat(_ context.Context, id string, loc driver.Locatio
 }
 
 // Apply returns the current driver with a refusal, as the store may.
-func (f *fakeDrivers) Apply(_ context.Context, id string, tr driver.Transition, now time.Time) (driver.Driver, error) {
+func (f *fakeDrivers) Apply(ctx context.Context, id string, tr driver.Transition, now time.Time) (driver.Driver, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.deadline, _ = ctx.Deadline()
 	if err := f.enter(); err != nil {
 		return driver.Driver{}, err
 	}

@@ -35,16 +35,16 @@ type route struct {
 // OpenAPI test checks exactly what is served.
 func (a *api) routes() []route {
 	return []route{
-		{"PUT /v1/drivers/{id}/location", a.putLocation},
-		{"POST /v1/drivers/{id}/events", a.postEvent},
+		{"PUT /v1/drivers/{id}/location", a.bounded(a.putLocation)},
+		{"POST /v1/drivers/{id}/events", a.bounded(a.postEvent)},
 		{"GET /v1/drivers/{id}", a.getDriver},
 		{"POST /v1/drivers/batch-get", a.batchGet},
 		// More specific than /v1/drivers/{id}, so ServeMux prefers it; a
 		// driver whose id is "nearby" cannot be read with GET.
 		{"GET /v1/drivers/nearby", a.nearby},
-		{"POST /v1/bookings", a.createBooking},
+		{"POST /v1/bookings", a.bounded(a.createBooking)},
 		{"GET /v1/bookings/{id}", a.getBooking},
-		{"POST /v1/bookings/{id}/cancel", a.cancelBooking},
+		{"POST /v1/bookings/{id}/cancel", a.bounded(a.cancelBooking)},
 	}
 }
 

@@ -79,8 +79,8 @@ type Bookings struct {
 // NewBookings returns the booking store, its open index split into the
 // partitions ps; acks replicas must confirm writes.
 func NewBookings(r router, acks int, ps Partitions) *Bookings {
-	b := &Bookings{r: r, ps: ps, create: newScript(createBookingScript), update: newScript(updateBookingScript),
-		claim: newScript(claimOpenScript), withdraw: newScript(withdrawScript), acks: acks}
+	b := &Bookings{r: r, ps: ps, create: newGuardedScript(createBookingScript), update: newGuardedScript(updateBookingScript),
+		claim: newScript(claimOpenScript), withdraw: newGuardedScript(withdrawScript), acks: acks}
 	b.watch.sub, _ = r.(subscriber)
 	return b
 }

@@ -109,6 +109,9 @@ return 0
 // script is a Lua script run by SHA, loaded on first NOSCRIPT.
 type script struct {
 	src, sha string
+	// guarded: the script starts with lateGuard, and its commands carry
+	// the caller's deadline as their first argument (see exec).
+	guarded bool
 }
 
 func newScript(src string) script {
@@ -116,26 +119,45 @@ func newScript(src string) script {
 	return script{src: src, sha: hex.EncodeToString(sum[:])}
 }
 
+// newGuardedScript is a script that does nothing when it runs after its
+// caller's deadline (see lateGuard).
+func newGuardedScript(src string) script {
+	s := newScript(lateGuard + src)
+	s.guarded = true
+	return s
+}
+
 // cmd is the script as a write on key's shard, run by SHA.
 func (s script) cmd(key string, args ...any) redisroute.Cmd {
-	return redisroute.Cmd{Args: append([]any{"EVALSHA", s.sha, 1, key}, args...), Key: key, Write: true}
+	return s.cmdKeys([]string{key}, args...)
 }
 
 // cmdKeys is the script as a write on keys that share a slot (the first
-// one routes it), run by SHA.
+// one routes it), run by SHA. A guarded script's first argument is a slot
+// for the deadline, which exec fills.
 func (s script) cmdKeys(keys []string, args ...any) redisroute.Cmd {
-	a := make([]any, 0, 3+len(keys)+len(args))
+	a := make([]any, 0, 4+len(keys)+len(args))
 	a = append(a, "EVALSHA", s.sha, len(keys))
 	for _, k := range keys {
 		a = append(a, k)
 	}
+	if s.guarded {
+		a = append(a, int64(0))
+	}
 	return redisroute.Cmd{Args: append(a, args...), Key: keys[0], Write: true}
 }
 
-// exec runs script commands (built with cmd) in one pipeline. A NOSCRIPT
-// reply means nothing ran, so those commands are sent again with the
-// source, which is safe even for writes.
+// exec runs script commands (built with cmd) in one pipeline; a guarded
+// script's commands carry ctx's deadline. A NOSCRIPT reply means nothing
+// ran, so those commands are sent again with the source, which is safe
+// even for writes.
 func (s script) exec(ctx context.Context, r router, cmds []redisroute.Cmd) redisroute.Results {
+	if s.guarded {
+		deadline := notAfter(ctx)
+		for _, c := range cmds {
+			c.Args[3+c.Args[2].(int)] = deadline
+		}
+	}
 	res := r.Exec(ctx, cmds)
 	var again []int
 	for i, x := range res {

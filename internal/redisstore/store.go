@@ -106,7 +106,7 @@ func NewDrivers(r router, cfg Config, rules driver.Rules) (*Drivers, error) {
 	if cfg.DriverTTL < minTTLFactor*rules.StaleAfter {
 		return nil, fmt.Errorf("driver ttl %v must be at least %d × driver.stale-after (%v)", cfg.DriverTTL, minTTLFactor, rules.StaleAfter)
 	}
-	return &Drivers{r: r, cfg: cfg, rules: rules, cas: newScript(casScript), heartbeat: newScript(heartbeatScript),
+	return &Drivers{r: r, cfg: cfg, rules: rules, cas: newGuardedScript(casScript), heartbeat: newGuardedScript(heartbeatScript),
 		index: newScript(indexScript), sweep: newScript(sweepScript), claim: newScript(claimScript), zremIf: newScript(zremIfScoreScript)}, nil
 }
 
@@ -117,6 +117,9 @@ func NewDrivers(r router, cfg Config, rules driver.Rules) (*Drivers, error) {
 func storeErr(err error) error {
 	if err == nil {
 		return nil
+	}
+	if isLate(err) {
+		return fmt.Errorf("%w: %w", ErrUnavailable, ErrLate)
 	}
 	var rerr redis.Error
 	if errors.As(err, &rerr) && !errors.Is(err, redisroute.ErrUnavailable) || errors.Is(err, redisroute.ErrInvalidCommand) {

@@ -1,0 +1,54 @@
+package redisstore
+
+import (
+	"context"
+	"errors"
+	"strings"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// ErrLate: a write reached Redis after its caller's deadline and was not
+// made. The store wraps it in ErrUnavailable; unlike most unavailability
+// it is certain that this write did nothing.
+var ErrLate = errors.New("the write reached Redis after its deadline and was not made")
+
+// lateGuard opens every script that writes a driver's or a booking's
+// record on behalf of a caller who waits for the answer: it takes the
+// caller's deadline (unix ms, 0 for none) off the front of ARGV and, if
+// Redis's clock is past it, refuses with a LATE error before writing
+// anything.
+//
+// Why: a caller that gives up at its deadline tells its client the write
+// may or may not have happened. Without the guard "may" has no end: a
+// command held in a hung primary's socket, or retransmitted by TCP once a
+// partition heals, runs whenever it arrives, seconds or minutes after the
+// answer. With it, a write answered "unavailable" either happened before
+// its deadline or never: a client that reads after the deadline sees the
+// outcome, and a checker can close the operation there. Redis's clock and
+// the caller's differ by their skew; on one machine, not at all.
+const lateGuard = `
+local deadline = tonumber(table.remove(ARGV, 1))
+if deadline > 0 then
+  local t = redis.call('TIME')
+  if tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) > deadline then
+    return redis.error_reply('LATE the write reached Redis after its deadline')
+  end
+end
+`
+
+// notAfter is ctx's deadline in unix ms, or 0 (no guard) if it has none.
+func notAfter(ctx context.Context) int64 {
+	d, ok := ctx.Deadline()
+	if !ok {
+		return 0
+	}
+	return d.UnixMilli()
+}
+
+// isLate reports a reply of lateGuard's (the router names the node in
+// front of it).
+func isLate(err error) bool {
+	var rerr redis.Error
+	return errors.As(err, &rerr) && strings.HasPrefix(rerr.Error(), "LATE ")
+}
