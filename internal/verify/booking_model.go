@@ -201,12 +201,12 @@ func BookingOps(h History) map[string][]porcupine.Operation {
 		if _, ok := parts[op.BookingID]; !ok {
 			parts[op.BookingID] = nil // checked against the final state even with nothing else to check
 		}
-		e, untilEnd, ok := effectOf(op)
+		e, open, ok := effectOf(op)
 		if !ok {
 			continue
 		}
 		c := bookingCall{Op: op.ID, Kind: op.Kind, Effect: e, Absent: absentAnswer(op), Seen: seenBooking(op.Seen), Code: op.Code}
-		parts[op.BookingID] = append(parts[op.BookingID], t.operation(op, c, untilEnd))
+		parts[op.BookingID] = append(parts[op.BookingID], t.operation(op, c, open))
 	}
 	t.finish(parts, h.Final.Bookings, func(found bool, b State) any {
 		return bookingCall{Op: -1, Kind: ReadBooking, Absent: !found, Seen: seenBooking(b)}

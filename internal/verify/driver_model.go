@@ -238,7 +238,7 @@ func DriverOps(h History, lag time.Duration) map[string][]porcupine.Operation {
 		if _, ok := parts[op.DriverID]; !ok {
 			parts[op.DriverID] = nil
 		}
-		e, untilEnd, ok := effectOf(op)
+		e, open, ok := effectOf(op)
 		if !ok {
 			continue
 		}
@@ -249,7 +249,7 @@ func DriverOps(h History, lag time.Duration) map[string][]porcupine.Operation {
 			continue
 		}
 		c := driverCall{Op: op.ID, Kind: op.Kind, Event: op.Event, Booking: op.BookingID, Effect: e, Absent: absentAnswer(op), Seen: seenDriver(op.Seen)}
-		o := t.operation(op, c, untilEnd)
+		o := t.operation(op, c, open)
 		if op.Kind == ReadDriver {
 			o.Call = max(0, o.Call-lag.Nanoseconds())
 		}

@@ -132,3 +132,36 @@ func TestDriverUnknownOutcomesMayOrMayNotHaveHappened(t *testing.T) {
 	}
 	runModelCases(t, DriverModel(), func(h History) map[string][]porcupine.Operation { return DriverOps(h, DefaultDriverReadLag) }, d, cases)
 }
+
+// An unknown write lands before its deadline (plus clockSlack) or never:
+// one that shows up later is a violation, which a history recorded
+// without deadlines cannot tell.
+func TestAnUnknownWriteLandsBeforeItsDeadlineOrNever(t *testing.T) {
+	const d, b = "drv-1", "bk-1"
+	ok, broken := porcupine.Ok, porcupine.Illegal
+	driverLate := func(offline Op) History {
+		return history(
+			heartbeat(d, 0, 0.1),
+			eventOK(d, "go_online", "", 0.2, 0.3, drv("available", "", false, 1)),
+			offline,
+			readDriver(d, 15, 15.1, drv("available", "", false, 1)), // not by 15 (reads may lag 4 s)
+			eventOK(d, "go_online", "", 20, 20.1, drv("available", "", false, 3)),
+		)
+	}
+	bookingLate := func(create Op) History {
+		return history(create, readBookingAbsent(b, 10, 10.1), readBooking(b, 20, 20.1, bk("searching", "", 1)))
+	}
+	t.Run("driver", func(t *testing.T) {
+		runModelCases(t, DriverModel(), func(h History) map[string][]porcupine.Operation { return DriverOps(h, DefaultDriverReadLag) }, d, []modelCase{
+			{"a go_offline without a deadline may land at 16", driverLate(eventUnknown(d, "go_offline", "", 2, 2.1)), ok},
+			{"a go_offline due by 5 cannot land at 16", driverLate(by(eventUnknown(d, "go_offline", "", 2, 2.1), 5)), broken},
+			{"a go_offline due by 18 may land at 16", driverLate(by(eventUnknown(d, "go_offline", "", 2, 2.1), 18)), ok},
+		})
+	})
+	t.Run("booking", func(t *testing.T) {
+		runModelCases(t, BookingModel(), BookingOps, b, []modelCase{
+			{"a create without a deadline may land at 15", bookingLate(createUnknown(b, 2, 2.1)), ok},
+			{"a create due by 5 cannot land at 15", bookingLate(by(createUnknown(b, 2, 2.1), 5)), broken},
+		})
+	})
+}

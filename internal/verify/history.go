@@ -14,7 +14,8 @@ const (
 	Failed Outcome = "failed"
 	// Unknown: it may or may not have taken effect (a timeout, a dropped
 	// connection, a 5xx after a write may have happened). The checker
-	// treats it as possibly applied at any time after its invocation.
+	// treats it as possibly applied at any time between its invocation and
+	// its Deadline (to the end of the run for an op recorded without one).
 	Unknown Outcome = "unknown"
 )
 
@@ -46,6 +47,10 @@ type Op struct {
 	// Invoke and Return are nanoseconds since the run's start.
 	Invoke int64 `json:"invoke_ns"`
 	Return int64 `json:"return_ns"`
+	// Deadline (nanoseconds since the run's start; 0 for none) is when
+	// the client stopped waiting, sent with a write as its
+	// Apollo-Deadline: Apollo makes a write's changes before it or never.
+	Deadline int64 `json:"deadline_ns,omitempty"`
 	// Outcome, and what the API answered.
 	Outcome Outcome `json:"outcome"`
 	Status  int     `json:"http_status"` // 0 when no answer arrived

@@ -123,3 +123,6 @@ func eventUnknown(id, ev, bookingID string, from, to float64) Op {
 func eventRefused(id, ev, bookingID string, from, to float64) Op {
 	return refused(driverEventOp(id, ev, bookingID, from, to), http.StatusConflict, "illegal_transition")
 }
+
+// by is o sent with its deadline at s seconds into the run.
+func by(o Op, s float64) Op { o.Deadline = sec(s); return o }

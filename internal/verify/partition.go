@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"net/http"
 	"slices"
+	"time"
 
 	"github.com/anishathalye/porcupine"
 )
@@ -35,11 +36,11 @@ func (e effect) String() string {
 
 // effectOf reads an op's outcome for the models; ok is false for an op
 // that tells them nothing (a failed read, a write certainly refused for a
-// reason that says nothing of the state). untilEnd reports an effect that
-// may land after the op returned (an unknown outcome: the request may
-// still be running on the server), so porcupine is given the run's end
-// as its return.
-func effectOf(op Op) (e effect, untilEnd, ok bool) {
+// reason that says nothing of the state). open reports an effect that may
+// land after the op returned (an unknown outcome: the request may still
+// be running on the server), so porcupine is given a later return (see
+// timeline.operation).
+func effectOf(op Op) (e effect, open, ok bool) {
 	switch op.Outcome {
 	case OK:
 		return effectOK, false, true
@@ -90,10 +91,25 @@ func timelineOf(h History) timeline {
 	return t
 }
 
+// clockSlack is how far past an op's Deadline its effect is still given
+// room. The deadline is sent as wall-clock time and Redis checks it
+// against its own wall clock (the same one here), while the history is
+// timed by the monotonic clock: the two drift apart by at most the NTP
+// slew rate (500 ppm, 0.15 s over five minutes). A step of the wall clock
+// during a run would break the bound.
+const clockSlack = time.Second
+
 // operation is op as porcupine sees it, with input as the model's call.
-func (t timeline) operation(op Op, input any, untilEnd bool) porcupine.Operation {
+// An open effect (see effectOf) may land until the op's deadline, and
+// to the end of the run for an op recorded without one. Before deadlines
+// an unknown write stayed open to the end: a few dozen of them on one
+// driver left porcupine undecided.
+func (t timeline) operation(op Op, input any, open bool) porcupine.Operation {
 	ret := max(op.Return, op.Invoke)
-	if untilEnd {
+	switch {
+	case open && op.Deadline > 0:
+		ret = min(t.end, max(ret, op.Deadline+clockSlack.Nanoseconds()))
+	case open:
 		ret = t.end
 	}
 	return porcupine.Operation{ClientId: op.Client, Input: input, Call: op.Invoke, Return: ret, Metadata: op.Instance}

@@ -7,23 +7,27 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"strconv"
 	"sync"
 	"time"
+
+	"github.com/apollo-platform/apollo/internal/httpapi"
 )
 
 // recorder sends operations to Apollo instances and records each one: its
 // invocation and response times, what came back, and what the client can
 // conclude about whether it took effect.
 type recorder struct {
-	start  time.Time
-	client *http.Client
+	start   time.Time
+	timeout time.Duration
+	client  *http.Client
 
 	mu  sync.Mutex
 	ops []Op
 }
 
 func newRecorder(start time.Time, timeout time.Duration) *recorder {
-	return &recorder{start: start, client: &http.Client{Timeout: timeout}}
+	return &recorder{start: start, timeout: timeout, client: &http.Client{Timeout: timeout}}
 }
 
 func (r *recorder) since() int64 { return time.Since(r.start).Nanoseconds() }
@@ -69,6 +73,13 @@ func (r *recorder) do(ctx context.Context, op Op, method, path string, body any,
 	req.Header.Set("Content-Type", "application/json")
 	for k, v := range headers {
 		req.Header.Set(k, v)
+	}
+	if !op.Kind.isRead() {
+		// The client waits until then; Apollo makes the write's changes
+		// before it or never, which bounds an unknown outcome.
+		deadline := time.Now().Add(r.timeout)
+		req.Header.Set(httpapi.DeadlineHeader, strconv.FormatInt(deadline.UnixMilli(), 10))
+		op.Deadline = deadline.Sub(r.start).Nanoseconds()
 	}
 	op.Invoke = r.since()
 	resp, err := r.client.Do(req)
