@@ -11,7 +11,7 @@ import (
 
 // casScript writes a driver's state fields only if its version is still the
 // one the caller read, and bumps the version: two bookings can never both
-// reserve one driver. Deterministic: no time, no randomness.
+// reserve one driver. It reads no clock but the deadline guard's (lateGuard).
 // A hash without an expiry (a driver that went on line before its first
 // heartbeat) gets the driver TTL, so no driver record lives for ever.
 // KEYS[1] driver hash; ARGV[1] expected version; ARGV[2] TTL ms; ARGV[3..]
