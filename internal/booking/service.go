@@ -478,13 +478,19 @@ func (s *Service) Cancel(ctx context.Context, id string) (Booking, error) {
 
 // cleanupTimeout bounds a step that must run although the request's own
 // context may be done (withdrawing an unconfirmed booking, releasing a
-// driver after a lost update).
+// driver after a lost update), when the request had no deadline.
 const cleanupTimeout = 2 * time.Second
 
-// detached is ctx without its cancellation, with a deadline of its own: a
-// write the step sends lands by then or never (the store's scripts refuse
-// a late one), and the request is answered after it, so a write nobody
-// waits for cannot undo what a retry has since been told.
+// detached is ctx without its cancellation (the client hanging up must not
+// stop a cleanup) but with its deadline: a write the step sends lands by
+// the request's deadline or never (the store's scripts refuse a late one).
+// A deadline of its own, counted from now, would not do: an instance
+// paused between the failure and the cleanup would withdraw, long after
+// the client's deadline, a booking that the client's retry with the same
+// key had found and been answered 201 for.
 func detached(ctx context.Context) (context.Context, context.CancelFunc) {
+	if d, ok := ctx.Deadline(); ok {
+		return context.WithDeadline(context.WithoutCancel(ctx), d)
+	}
 	return context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 }

@@ -628,18 +628,23 @@ func TestRequestValidation(t *testing.T) {
 
 // A create the store could not confirm (no replica acknowledged it) is
 // reported as failed, so the booking must never go on: it is withdrawn,
-// not allocated then or later. The withdraw runs to a deadline of its own
-// (the request's may be spent), which the failure is answered after: a
-// withdraw that could land later would delete the booking a retry with
-// the same key has since found and reported created.
+// not allocated then or later. The withdraw runs to the request's
+// deadline, not past it: a withdraw that landed later would delete the
+// booking a retry with the same key, sent once the client's deadline had
+// passed, found and was answered 201 for (a review found that a deadline
+// of the withdraw's own, counted from the failure, allowed it when the
+// instance was paused in between).
 func TestAnUnconfirmedCreateIsWithdrawnAndNeverAllocated(t *testing.T) {
 	r := newRig(t, "d1")
 	r.store.unconfirmed = true
-	if _, err := r.svc.Create(context.Background(), req("k")); !errors.Is(err, ErrUnconfirmed) {
+	deadline := time.Now().Add(3 * time.Second)
+	ctx, cancel := context.WithDeadline(context.Background(), deadline)
+	defer cancel()
+	if _, err := r.svc.Create(ctx, req("k")); !errors.Is(err, ErrUnconfirmed) {
 		t.Fatalf("Create = %v, want ErrUnconfirmed", err)
 	}
-	if r.store.withdrawDeadline.IsZero() {
-		t.Error("the withdraw had no deadline: it could land after the retry it races")
+	if !r.store.withdrawDeadline.Equal(deadline) {
+		t.Errorf("the withdraw ran to %v, want the request's deadline %v: it could land after the client's retry", r.store.withdrawDeadline, deadline)
 	}
 	r.svc.Start()
 	defer r.svc.Stop()

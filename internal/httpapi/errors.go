@@ -212,7 +212,7 @@ func classify(err error) problem {
 	case errors.Is(err, errDeadlinePassed):
 		p = problem{status: http.StatusServiceUnavailable, code: CodeUnavailable, message: "the request's Apollo-Deadline had passed when it arrived; nothing was done"}
 	case errors.Is(err, redisstore.ErrLate):
-		p = problem{status: http.StatusServiceUnavailable, code: CodeUnavailable, message: "the request's deadline passed before storage made its change, which was not made; try again"}
+		p = problem{status: http.StatusServiceUnavailable, code: CodeUnavailable, message: "the request's deadline passed before storage made one of its changes, which was not made (a change before it may have been): read back what you changed, or try again"}
 	case errors.Is(err, redisstore.ErrUnavailable), errors.Is(err, context.DeadlineExceeded):
 		p = problem{status: http.StatusServiceUnavailable, code: CodeUnavailable, message: "storage is unavailable; try again"}
 	case errors.Is(err, context.Canceled):

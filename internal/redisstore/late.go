@@ -17,7 +17,8 @@ var ErrLate = errors.New("the write reached Redis after its deadline and was not
 // record on behalf of a caller who waits for the answer: it takes the
 // caller's deadline (unix ms, 0 for none) off the front of ARGV and, if
 // Redis's clock is past it, refuses with a LATE error before writing
-// anything.
+// anything. A slot left at unfilledDeadline (a command sent without
+// script.exec) is refused too: a guard that was never armed fails closed.
 //
 // Why: a caller that gives up at its deadline tells its client the write
 // may or may not have happened. Without the guard "may" has no end: a
@@ -29,6 +30,9 @@ var ErrLate = errors.New("the write reached Redis after its deadline and was not
 // the caller's differ by their skew; on one machine, not at all.
 const lateGuard = `
 local deadline = tonumber(table.remove(ARGV, 1))
+if deadline < 0 then
+  return redis.error_reply('ERR apollo: the deadline of a guarded script was not filled in')
+end
 if deadline > 0 then
   local t = redis.call('TIME')
   if tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) > deadline then
@@ -36,6 +40,10 @@ if deadline > 0 then
   end
 end
 `
+
+// unfilledDeadline holds a guarded command's deadline slot until exec
+// fills it.
+const unfilledDeadline = int64(-1)
 
 // notAfter is ctx's deadline in unix ms, or 0 (no guard) if it has none.
 func notAfter(ctx context.Context) int64 {

@@ -16,7 +16,8 @@ import (
 // writes a driver's or a booking's record for a caller, run with a
 // deadline already past, answers LATE (which the store reports as
 // ErrLate) and leaves the record as it was; run with no deadline it
-// writes. The deadline is set in the command by hand: the router would
+// writes; run with its deadline slot never filled it fails and writes
+// nothing. The deadline is set in the command by hand: the router would
 // not send a command whose context has expired, which is the case that
 // only a hung or cut-off node produces (late_test.go).
 func TestEveryScriptThatWritesARecordRefusesPastItsDeadline(t *testing.T) {
@@ -40,6 +41,17 @@ func TestEveryScriptThatWritesARecordRefusesPastItsDeadline(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	t.Run("a slot never filled", func(t *testing.T) {
+		seed()
+		before := dump(ctx, t, r, key)
+		update := newGuardedScript(updateBookingScript)
+		cmd := update.cmd(key, 1, `{"id":"b"}`)
+		cmd.Args = append([]any{"EVAL", update.src}, cmd.Args[2:]...)
+		res := r.Exec(ctx, []redisroute.Cmd{cmd})[0]
+		if after := dump(ctx, t, r, key); res.Err == nil || after != before {
+			t.Errorf("with its deadline slot unfilled: reply %v, %v; record %s → %s, want an error and no change", res.Val, res.Err, before, after)
+		}
+	})
 	for _, tc := range []struct {
 		name string
 		s    script
@@ -62,6 +74,7 @@ func TestEveryScriptThatWritesARecordRefusesPastItsDeadline(t *testing.T) {
 				// fill it from ctx's).
 				cmd := tc.s.cmd(key, tc.args...)
 				cmd.Args = append([]any{"EVAL", tc.s.src}, cmd.Args[2:]...)
+				cmd.Args[4] = int64(0) // no deadline
 				if past {
 					cmd.Args[4] = time.Now().Add(-time.Millisecond).UnixMilli()
 				}

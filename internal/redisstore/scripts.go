@@ -142,7 +142,7 @@ func (s script) cmdKeys(keys []string, args ...any) redisroute.Cmd {
 		a = append(a, k)
 	}
 	if s.guarded {
-		a = append(a, int64(0))
+		a = append(a, unfilledDeadline)
 	}
 	return redisroute.Cmd{Args: append(a, args...), Key: keys[0], Write: true}
 }

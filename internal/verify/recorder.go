@@ -20,14 +20,17 @@ import (
 type recorder struct {
 	start   time.Time
 	timeout time.Duration
-	client  *http.Client
+	// deadlines: the instances honour Apollo-Deadline, so each write's
+	// deadline is recorded (see Op.Deadline).
+	deadlines bool
+	client    *http.Client
 
 	mu  sync.Mutex
 	ops []Op
 }
 
-func newRecorder(start time.Time, timeout time.Duration) *recorder {
-	return &recorder{start: start, timeout: timeout, client: &http.Client{Timeout: timeout}}
+func newRecorder(start time.Time, timeout time.Duration, deadlines bool) *recorder {
+	return &recorder{start: start, timeout: timeout, deadlines: deadlines, client: &http.Client{Timeout: timeout}}
 }
 
 func (r *recorder) since() int64 { return time.Since(r.start).Nanoseconds() }
@@ -79,7 +82,9 @@ func (r *recorder) do(ctx context.Context, op Op, method, path string, body any,
 		// before it or never, which bounds an unknown outcome.
 		deadline := time.Now().Add(r.timeout)
 		req.Header.Set(httpapi.DeadlineHeader, strconv.FormatInt(deadline.UnixMilli(), 10))
-		op.Deadline = deadline.Sub(r.start).Nanoseconds()
+		if r.deadlines {
+			op.Deadline = deadline.Sub(r.start).Nanoseconds()
+		}
 	}
 	op.Invoke = r.since()
 	resp, err := r.client.Do(req)

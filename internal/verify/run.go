@@ -146,7 +146,10 @@ func Run(ctx context.Context, cfg Config) (h History, err error) {
 		"--booking-scan-every", cfg.ScanEvery.String(), "--booking-claim-hold", cfg.ClaimHold.String(),
 		"--lease-ttl", cfg.LeaseTTL.String(), "--lease-renew-every", cfg.RenewEvery.String(),
 		"--retry-min", "200ms", "--retry-max", "1s", "--spampede-rules-file", rules}
-	args = supportedFlags(ctx, cfg.Bin, args)
+	args = supportedFlags(ctx, cfg.Bin, append(args, "--api-request-timeout", clientTimeout.String()))
+	// A build that knows the flag makes a write's changes before its
+	// Apollo-Deadline or never (G6); an older one is not held to it.
+	deadlines := slices.Contains(args, "--api-request-timeout")
 	var instances []*Instance
 	defer func() {
 		for _, in := range instances {
@@ -164,7 +167,7 @@ func Run(ctx context.Context, cfg Config) (h History, err error) {
 
 	h.Start = time.Now()
 	h.ReservationTTL, h.AllocationTimeout, h.Slack = cfg.ReservationTTL, cfg.AllocationTimeout, cfg.Slack()
-	rec := newRecorder(h.Start, 3*time.Second)
+	rec := newRecorder(h.Start, clientTimeout, deadlines)
 	w := &workload{rec: rec, instances: instances, drivers: cfg.Drivers, riders: cfg.Riders, seed: cfg.Seed,
 		center: [2]float64{1.3000, 103.8000}, bookings: map[string]bool{}}
 	n := &nemesis{c: c, instances: instances, faults: cfg.Faults, every: cfg.FaultEvery, hold: cfg.FaultFor,
@@ -218,6 +221,10 @@ func supportedFlags(ctx context.Context, bin string, args []string) []string {
 	}
 	return out
 }
+
+// clientTimeout is how long the workload's clients wait for an answer, and
+// the Apollo-Deadline they send with a write.
+const clientTimeout = 3 * time.Second
 
 // writeRules writes a Spampede rule set that never trips: the workload
 // books in one place on purpose, to make bookings compete for drivers.
