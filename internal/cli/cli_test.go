@@ -167,6 +167,34 @@ func TestVerifyCheckRefusesAFileWithNoHistory(t *testing.T) {
 	}
 }
 
+// A violation is exit 3 even when the --json copy cannot be written: the
+// failed write is told on stderr, and a script still learns of the bug. A
+// passing run whose --json cannot be written is a failed run (1).
+func TestAVerifyThatCannotWriteItsJSONStillReportsTheViolation(t *testing.T) {
+	op := `{"id":0,"client":1,"kind":"heartbeat","driver_id":"d1","invoke_ns":1,"return_ns":2,"outcome":"ok","http_status":200,"seen":{"status":"offline"}}`
+	onTrip := `{"id":1,"client":1,"kind":"driver_event","event":"go_online","driver_id":"d1","invoke_ns":3,"return_ns":4,"outcome":"ok","http_status":200,"seen":{"status":"on_trip","version":1}}`
+	for _, tc := range []struct {
+		name, ops string
+		wantCode  int
+	}{
+		{"a violation", op + `,` + onTrip, exitViolation},
+		{"a pass", op, exitFailure},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			f := filepath.Join(dir, "run.json")
+			if err := os.WriteFile(f, []byte(`{"ops":[`+tc.ops+`]}`), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			unwritable := filepath.Join(dir, "no-such-dir", "out.json")
+			code, out, errs := run(t, context.Background(), "verify", "--check", f, "--dir", t.TempDir(), "--json", unwritable)
+			if code != tc.wantCode || !strings.Contains(errs, "no-such-dir") || !strings.Contains(out, "verdict:") {
+				t.Errorf("exit %d, want %d, with the report and the failed write told:\n%s%s", code, tc.wantCode, out, errs)
+			}
+		})
+	}
+}
+
 // The report names each partition porcupine could not decide, so that it
 // can be checked again with more time.
 func TestVerifyTextNamesTheUndecidedPartitions(t *testing.T) {

@@ -106,14 +106,21 @@ func runVerify(ctx context.Context, e env, args []string) error {
 	}
 	opts.OutDir = out
 	rep := verify.Check(h, opts)
+	var saveErr error
 	if *jsonOut != "" {
-		if err := writeRun(*jsonOut, h, rep); err != nil {
-			return err
-		}
+		saveErr = writeRun(*jsonOut, h, rep)
 	}
 	writeVerifyText(e.stdout, rep)
+	if saveErr != nil {
+		// Told, but a violation's exit code wins: the bug found matters
+		// more than the copy that could not be saved.
+		fmt.Fprintf(e.stderr, "apollo: verify --json: %v\n", saveErr)
+	}
 	switch rep.Verdict {
 	case verify.Pass:
+		if saveErr != nil {
+			return silentExit{exitFailure}
+		}
 		if !keep {
 			os.RemoveAll(out)
 		}
