@@ -121,18 +121,35 @@ func TestVerifyHelpExplainsEveryFault(t *testing.T) {
 	}
 }
 
-// A verify refused for how it was asked leaves no directory behind.
+// A verify refused for how it was asked, or for a fault the machine
+// cannot make, leaves no directory behind.
 func TestARefusedVerifyLeavesNoDirectory(t *testing.T) {
-	tmp := t.TempDir()
-	t.Setenv("TMPDIR", tmp) // where verify makes its directory when --dir is not given
 	f := filepath.Join(t.TempDir(), "run.json")
 	if err := os.WriteFile(f, []byte(`{}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	code, _, _ := run(t, context.Background(), "verify", "--check", f)
-	left, err := os.ReadDir(tmp)
-	if code != exitUsage || err != nil || len(left) != 0 {
-		t.Errorf("exit %d, left %v (%v), want %d and nothing", code, left, err, exitUsage)
+	for _, tc := range []struct {
+		name     string
+		path     string // PATH; "" leaves it
+		args     []string
+		wantCode int
+		want     string
+	}{
+		{"no history", "", []string{"verify", "--check", f}, exitUsage, "holds no recorded operation"},
+		{"no redis-server", t.TempDir(), []string{"verify", "--faults", "handshake", "--apollo-bin", "/bin/true"}, exitFailure, "redis-server not found"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tmp := t.TempDir()
+			t.Setenv("TMPDIR", tmp) // where verify makes its directory when --dir is not given
+			if tc.path != "" {
+				t.Setenv("PATH", tc.path)
+			}
+			code, out, errs := run(t, context.Background(), tc.args...)
+			left, err := os.ReadDir(tmp)
+			if code != tc.wantCode || err != nil || len(left) != 0 || !strings.Contains(out+errs, tc.want) {
+				t.Errorf("exit %d, left %v (%v), want %d, %q and nothing:\n%s%s", code, left, err, tc.wantCode, tc.want, out, errs)
+			}
+		})
 	}
 }
 

@@ -91,6 +91,8 @@ func runVerify(ctx context.Context, e env, args []string) error {
 		}
 	} else if err := cfg.Validate(); err != nil {
 		return usageError{err}
+	} else if err := cfg.CheckMachine(ctx); err != nil {
+		return err // before the directory too: there is nothing to look at
 	}
 	out, keep, err := verifyDir(*dir)
 	if err != nil {

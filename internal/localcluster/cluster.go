@@ -56,6 +56,14 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 	return nil, lastErr
 }
 
+// CheckInstalled reports ErrRedisNotInstalled when the redis-server a
+// cluster of cfg would start (cfg.RedisServer, or the one on PATH) is not
+// there: a caller can refuse before it makes anything.
+func CheckInstalled(cfg Config) error {
+	_, err := lookupRedisServer(cfg.RedisServer)
+	return err
+}
+
 func lookupRedisServer(path string) (string, error) {
 	if path == "" {
 		path = "redis-server"

@@ -103,6 +103,26 @@ func (c Config) Slack() time.Duration {
 	return max(c.ClaimHold, c.LeaseTTL+c.RenewEvery) + 2*c.ScanEvery + 2*time.Second
 }
 
+// CheckMachine reports what this machine lacks for the run (redis-server;
+// iptables and root for a partition, redis-cli for a reshard), before
+// anything is started.
+func (c Config) CheckMachine(ctx context.Context) error {
+	if err := localcluster.CheckInstalled(localcluster.DefaultConfig()); err != nil {
+		return err
+	}
+	if slices.Contains(c.Faults, "reshard") {
+		if _, err := exec.LookPath("redis-cli"); err != nil {
+			return fmt.Errorf("the reshard fault needs redis-cli (apt-get install redis-tools; or choose --faults without it): %w", err)
+		}
+	}
+	if slices.Contains(c.Faults, "primary-partition") {
+		if err := localcluster.CheckFirewall(ctx); err != nil {
+			return fmt.Errorf("the primary-partition fault cannot run here: %w (choose --faults without it)", err)
+		}
+	}
+	return nil
+}
+
 // Run starts a local 3 × 2 cluster and the instances, runs the workload
 // under the nemesis, lets the instances settle, and returns the history
 // with the final state read from the primaries. Everything it started is
@@ -117,10 +137,8 @@ func Run(ctx context.Context, cfg Config) (h History, err error) {
 		defer sayMu.Unlock()
 		fmt.Fprintf(cfg.Progress, "verify: "+format+"\n", a...)
 	}
-	if slices.Contains(cfg.Faults, "primary-partition") {
-		if err := localcluster.CheckFirewall(ctx); err != nil {
-			return h, fmt.Errorf("the primary-partition fault cannot run here: %w (choose --faults without it)", err)
-		}
+	if err := cfg.CheckMachine(ctx); err != nil {
+		return h, err
 	}
 	lc := localcluster.DefaultConfig()
 	lc.Dir, lc.NodeTimeout, lc.Persistence, lc.OwnAddrs = cfg.Dir, 2*time.Second, cfg.Persistence, true
