@@ -168,6 +168,10 @@ func TestVerifyCheckRefusesAFileWithNoHistory(t *testing.T) {
 		{"not JSON", `nope`, exitUsage, "invalid character"},
 		{"a run", `{"history":{"ops":[` + op + `]}}`, exitOK, "operations: 1"},
 		{"a bare history", `{"ops":[` + op + `]}`, exitOK, "operations: 1"},
+		// Recorded by a build without deadlines: told, since it may be why
+		// a partition is undecided.
+		{"an unknown write without a deadline", `{"ops":[` + op + `,` + strings.Replace(strings.Replace(onTrip, `"ok"`, `"unknown"`, 1), `"on_trip"`, `"available"`, 1) + `]}`,
+			exitOK, "unknown 1, 1 of them writes without a deadline, open to the run's end"},
 		// Straight from offline to on a trip: no sequence of events explains it.
 		{"a violation", `{"ops":[` + op + `,` + onTrip + `]}`, exitViolation, "verdict: fail"},
 	} {

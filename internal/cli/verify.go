@@ -184,8 +184,12 @@ func readRun(path string) (verify.History, error) {
 
 func writeVerifyText(w io.Writer, rep verify.Report) {
 	c := rep.Counts
-	fmt.Fprintf(w, "operations: %d (ok %d, failed %d, unknown %d); bookings %d, drivers %d; faults injected %d (%d actions failed)\n",
-		c.Ops, c.ByOutcome[verify.OK], c.ByOutcome[verify.Failed], c.ByOutcome[verify.Unknown], c.Bookings, c.Drivers, c.Faults, c.FaultErrors)
+	open := ""
+	if c.UnknownOpen > 0 {
+		open = fmt.Sprintf(", %d of them writes without a deadline, open to the run's end", c.UnknownOpen)
+	}
+	fmt.Fprintf(w, "operations: %d (ok %d, failed %d, unknown %d%s); bookings %d, drivers %d; faults injected %d (%d actions failed)\n",
+		c.Ops, c.ByOutcome[verify.OK], c.ByOutcome[verify.Failed], c.ByOutcome[verify.Unknown], open, c.Bookings, c.Drivers, c.Faults, c.FaultErrors)
 	for _, f := range rep.Counts.ByFault {
 		fmt.Fprintf(w, "  %-18s injected %d; operations begun while it lasted: %d (ok %d, failed %d, unknown %d)\n",
 			f.Kind, f.Injected, f.Ops, f.OK, f.Failed, f.Unknown)

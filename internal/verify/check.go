@@ -118,6 +118,9 @@ func countsOf(h History) Counts {
 	for _, op := range h.Ops {
 		c.ByOutcome[op.Outcome]++
 		c.ByKind[op.Kind]++
+		if op.Outcome == Unknown && !op.Kind.isRead() && op.Deadline == 0 {
+			c.UnknownOpen++
+		}
 	}
 	for _, f := range h.Faults {
 		if f.Action == "inject" && f.Err == "" {

@@ -39,6 +39,10 @@ type Counts struct {
 	Ops       int             `json:"ops"`
 	ByOutcome map[Outcome]int `json:"by_outcome"`
 	ByKind    map[Kind]int    `json:"by_kind"`
+	// UnknownOpen is the writes of unknown outcome recorded without a
+	// deadline (an older build, or an older history): the models keep
+	// each open to the run's end, which can leave a partition undecided.
+	UnknownOpen int `json:"unknown_open"`
 	// Bookings and Drivers are the partitions porcupine checked; the
 	// OpsChecked the operations given to it (the final state's stand-in
 	// reads not counted), the rest telling the models nothing.
