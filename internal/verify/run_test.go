@@ -21,8 +21,8 @@ import (
 // fault: every check passes, and the run really exercised something.
 // (make verify runs the long ones. reshard was kept out of this one after
 // a run left a driver's history too hard for porcupine to decide in 10
-// minutes; since unknown writes close at their deadlines it is back: three
-// 50 s runs of these five faults decided every driver in under 0.4 s.)
+// minutes, for a reason not found; it is back after three 50 s runs of
+// these five faults decided every driver in under 0.4 s.)
 func TestAShortVerifyRunOfThisBuildFindsNoViolation(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a verify run takes about a minute")
