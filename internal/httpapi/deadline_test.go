@@ -64,3 +64,42 @@ func TestAWriteRunsUntilItsDeadline(t *testing.T) {
 		})
 	}
 }
+
+// TestEveryWriteRouteHasADeadlineAndReadsDoNot: each write route hands its
+// store the client's Apollo-Deadline; a read (a long poll among them,
+// bounded by its own wait) gets none from it.
+func TestEveryWriteRouteHasADeadlineAndReadsDoNot(t *testing.T) {
+	deadline := time.UnixMilli(time.Now().Add(2 * time.Second).UnixMilli())
+	tests := []struct {
+		method, target, body string
+		write                bool
+	}{
+		{"PUT", "/v1/drivers/drv-1/location", `{"lat":1.3,"lng":103.8}`, true},
+		{"POST", "/v1/drivers/drv-off/events", `{"type":"go_online","services":["car"]}`, true},
+		{"POST", "/v1/bookings", `{"rider_id":"r9","service":"car","pickup":{"lat":1.3,"lng":103.8},"dropoff":{"lat":1.31,"lng":103.85}}`, true},
+		{"POST", "/v1/bookings/bk-search/cancel", "", true},
+		{"GET", "/v1/drivers/drv-1", "", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.method+" "+tt.target, func(t *testing.T) {
+			store := newFake(seedDrivers()...)
+			h := newHarness(t, store, nil)
+			header := http.Header{}
+			header.Set(httpapi.DeadlineHeader, strconv.FormatInt(deadline.UnixMilli(), 10))
+			rec := h.do(request{method: tt.method, target: tt.target, body: tt.body, header: header})
+			if rec.Code >= 300 {
+				t.Fatalf("status %d: %s", rec.Code, rec.Body)
+			}
+			got := store.deadline
+			if strings.Contains(tt.target, "/v1/bookings") {
+				got = h.bookings.deadline
+			}
+			switch {
+			case tt.write && !got.Equal(deadline):
+				t.Errorf("the store's deadline is %v, want the client's %v", got, deadline)
+			case !tt.write && !got.IsZero():
+				t.Errorf("a read got the deadline %v, want none", got)
+			}
+		})
+	}
+}

@@ -49,6 +49,7 @@ type fakeBookings struct {
 	waiting    chan struct{} // when set, told when a Wait has read the booking and waits
 	endedEarly bool          // the last Wait returned while its context was live
 	calls      map[string]int
+	deadline   time.Time // Create, Cancel: the context's deadline (zero: none)
 }
 
 func newFakeBookings(bs ...booking.Booking) *fakeBookings {
@@ -88,9 +89,10 @@ func (f *fakeBookings) update(id string, change func(*booking.Booking)) {
 	f.put(b)
 }
 
-func (f *fakeBookings) Create(_ context.Context, req booking.Request) (booking.Booking, error) {
+func (f *fakeBookings) Create(ctx context.Context, req booking.Request) (booking.Booking, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.deadline, _ = ctx.Deadline()
 	if err := f.enter("Create"); err != nil {
 		return booking.Booking{}, err
 	}
@@ -161,9 +163,10 @@ func (f *fakeBookings) Wait(ctx context.Context, id string, seen int64) (booking
 	}
 }
 
-func (f *fakeBookings) Cancel(_ context.Context, id string) (booking.Booking, error) {
+func (f *fakeBookings) Cancel(ctx context.Context, id string) (booking.Booking, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.deadline, _ = ctx.Deadline()
 	if err := f.enter("Cancel"); err != nil {
 		return booking.Booking{}, err
 	}

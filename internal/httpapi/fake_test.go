@@ -23,7 +23,7 @@ type fakeDrivers struct {
 	gotQuery redisstore.NearbyQuery
 	gotIDs   []string
 	calls    int
-	deadline time.Time // Heartbeat, Apply: the context's deadline (zero: none)
+	deadline time.Time // Heartbeat, Apply, Get: the context's deadline (zero: none)
 }
 
 func newFake(ds ...driver.Driver) *fakeDrivers {
@@ -43,9 +43,10 @@ func (f *fakeDrivers) enter() error {
 	return f.err
 }
 
-func (f *fakeDrivers) Get(_ context.Context, id string) (driver.Driver, error) {
+func (f *fakeDrivers) Get(ctx context.Context, id string) (driver.Driver, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.deadline, _ = ctx.Deadline()
 	if err := f.enter(); err != nil {
 		return driver.Driver{}, err
 	}
