@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -45,11 +46,19 @@ end
 // fills it.
 const unfilledDeadline = int64(-1)
 
-// notAfter is ctx's deadline in unix ms, or 0 (no guard) if it has none.
+// undeadlinedWriteLimit bounds a guarded write whose caller gave it no
+// deadline (every write route and worker gives one; a new caller might
+// not): it lands within this of being sent or never. Long, so that it
+// never refuses a write a call without a deadline could still be waiting
+// for (the router ends such a call at --redis-call-timeout).
+const undeadlinedWriteLimit = 30 * time.Second
+
+// notAfter is ctx's deadline in unix ms, or undeadlinedWriteLimit from now
+// if it has none: no guarded write goes out unbounded.
 func notAfter(ctx context.Context) int64 {
 	d, ok := ctx.Deadline()
 	if !ok {
-		return 0
+		d = time.Now().Add(undeadlinedWriteLimit)
 	}
 	return d.UnixMilli()
 }

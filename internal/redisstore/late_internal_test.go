@@ -100,3 +100,18 @@ func dump(ctx context.Context, t *testing.T, r *redisroute.Router, key string) s
 	}
 	return fmt.Sprint(res.Val)
 }
+
+// A guarded write whose caller gave no deadline still gets one: it lands
+// within undeadlinedWriteLimit or never.
+func TestAGuardedWriteWithoutADeadlineIsStillBounded(t *testing.T) {
+	before := time.Now().Add(undeadlinedWriteLimit).UnixMilli()
+	got := notAfter(context.Background())
+	if after := time.Now().Add(undeadlinedWriteLimit).UnixMilli(); got < before || got > after {
+		t.Errorf("notAfter(no deadline) = %d, want within [%d, %d]", got, before, after)
+	}
+	ctx, cancel := context.WithDeadline(context.Background(), time.UnixMilli(1_800_000_000_000))
+	defer cancel()
+	if got := notAfter(ctx); got != 1_800_000_000_000 {
+		t.Errorf("notAfter(a deadline) = %d, want the deadline 1800000000000", got)
+	}
+}
