@@ -153,12 +153,19 @@ func TestARefusedVerifyLeavesNoDirectory(t *testing.T) {
 	}
 }
 
+// Recorded operations for verify --check: a first heartbeat; a go_online
+// answered on_trip, which no sequence of events explains (a violation);
+// a go_online whose outcome is unknown, recorded without a deadline.
+const (
+	heartbeatOp       = `{"id":0,"client":1,"kind":"heartbeat","driver_id":"d1","invoke_ns":1,"return_ns":2,"outcome":"ok","http_status":200,"seen":{"status":"offline"}}`
+	onTripOp          = `{"id":1,"client":1,"kind":"driver_event","event":"go_online","driver_id":"d1","invoke_ns":3,"return_ns":4,"outcome":"ok","http_status":200,"seen":{"status":"on_trip","version":1}}`
+	unknownGoOnlineOp = `{"id":1,"client":1,"kind":"driver_event","event":"go_online","driver_id":"d1","invoke_ns":3,"return_ns":4,"outcome":"unknown","http_status":200,"seen":{"status":"available","version":1}}`
+)
+
 // verify --check reads a run written by --json or a bare history, and
 // refuses a file that holds no operation rather than pass it; a violation
 // has an exit code of its own.
 func TestVerifyCheckRefusesAFileWithNoHistory(t *testing.T) {
-	op := `{"id":0,"client":1,"kind":"heartbeat","driver_id":"d1","invoke_ns":1,"return_ns":2,"outcome":"ok","http_status":200,"seen":{"status":"offline"}}`
-	onTrip := `{"id":1,"client":1,"kind":"driver_event","event":"go_online","driver_id":"d1","invoke_ns":3,"return_ns":4,"outcome":"ok","http_status":200,"seen":{"status":"on_trip","version":1}}`
 	for _, tc := range []struct {
 		name, body string
 		wantCode   int
@@ -166,14 +173,14 @@ func TestVerifyCheckRefusesAFileWithNoHistory(t *testing.T) {
 	}{
 		{"empty object", `{}`, exitUsage, "holds no recorded operation"},
 		{"not JSON", `nope`, exitUsage, "invalid character"},
-		{"a run", `{"history":{"ops":[` + op + `]}}`, exitOK, "operations: 1"},
-		{"a bare history", `{"ops":[` + op + `]}`, exitOK, "operations: 1"},
+		{"a run", `{"history":{"ops":[` + heartbeatOp + `]}}`, exitOK, "operations: 1"},
+		{"a bare history", `{"ops":[` + heartbeatOp + `]}`, exitOK, "operations: 1"},
 		// Recorded by a build without deadlines: told, since it may be why
 		// a partition is undecided.
-		{"an unknown write without a deadline", `{"ops":[` + op + `,` + strings.Replace(strings.Replace(onTrip, `"ok"`, `"unknown"`, 1), `"on_trip"`, `"available"`, 1) + `]}`,
+		{"an unknown write without a deadline", `{"ops":[` + heartbeatOp + `,` + unknownGoOnlineOp + `]}`,
 			exitOK, "unknown 1, 1 of them writes without a deadline, open to the run's end"},
 		// Straight from offline to on a trip: no sequence of events explains it.
-		{"a violation", `{"ops":[` + op + `,` + onTrip + `]}`, exitViolation, "verdict: fail"},
+		{"a violation", `{"ops":[` + heartbeatOp + `,` + onTripOp + `]}`, exitViolation, "verdict: fail"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := filepath.Join(t.TempDir(), "run.json")
@@ -192,14 +199,12 @@ func TestVerifyCheckRefusesAFileWithNoHistory(t *testing.T) {
 // failed write is told on stderr, and a script still learns of the bug. A
 // passing run whose --json cannot be written is a failed run (1).
 func TestAVerifyThatCannotWriteItsJSONStillReportsTheViolation(t *testing.T) {
-	op := `{"id":0,"client":1,"kind":"heartbeat","driver_id":"d1","invoke_ns":1,"return_ns":2,"outcome":"ok","http_status":200,"seen":{"status":"offline"}}`
-	onTrip := `{"id":1,"client":1,"kind":"driver_event","event":"go_online","driver_id":"d1","invoke_ns":3,"return_ns":4,"outcome":"ok","http_status":200,"seen":{"status":"on_trip","version":1}}`
 	for _, tc := range []struct {
 		name, ops string
 		wantCode  int
 	}{
-		{"a violation", op + `,` + onTrip, exitViolation},
-		{"a pass", op, exitFailure},
+		{"a violation", heartbeatOp + `,` + onTripOp, exitViolation},
+		{"a pass", heartbeatOp, exitFailure},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
