@@ -213,6 +213,8 @@ func classify(err error) problem {
 		p = problem{status: http.StatusServiceUnavailable, code: CodeUnavailable, message: "the request's Apollo-Deadline had passed when it arrived; nothing was done"}
 	case errors.Is(err, redisstore.ErrLate):
 		p = problem{status: http.StatusServiceUnavailable, code: CodeUnavailable, message: "the request's deadline passed before storage made one of its changes, which was not made (a change before it may have been): read back what you changed, or try again"}
+	case errors.Is(err, redisstore.ErrFull):
+		p = problem{status: http.StatusServiceUnavailable, code: CodeUnavailable, message: "storage is out of memory (Redis reached its maxmemory) and refused a change, which was not made (a change before it may have been): try again later"}
 	case errors.Is(err, redisstore.ErrUnavailable), errors.Is(err, context.DeadlineExceeded):
 		p = problem{status: http.StatusServiceUnavailable, code: CodeUnavailable, message: "storage is unavailable; try again"}
 	case errors.Is(err, context.Canceled):

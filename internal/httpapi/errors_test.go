@@ -31,6 +31,8 @@ func TestErrorMapping(t *testing.T) {
 		{"unavailable", redisstore.ErrUnavailable, 503, httpapi.CodeUnavailable, "storage is unavailable; try again", "", false},
 		{"late", fmt.Errorf("%w: %w", redisstore.ErrUnavailable, redisstore.ErrLate), 503, httpapi.CodeUnavailable,
 			"the request's deadline passed before storage made one of its changes, which was not made (a change before it may have been): read back what you changed, or try again", "", false},
+		{"out of memory", fmt.Errorf("%w: %w", redisstore.ErrUnavailable, redisstore.ErrFull), 503, httpapi.CodeUnavailable,
+			"storage is out of memory (Redis reached its maxmemory) and refused a change, which was not made (a change before it may have been): try again later", "", false},
 		{"deadline", fmt.Errorf("hgetall: %w", context.DeadlineExceeded), 503, httpapi.CodeUnavailable, "storage is unavailable; try again", "", false},
 		{"cancelled", context.Canceled, 503, httpapi.CodeUnavailable, "request cancelled", "", false},
 		{"transition", &driver.TransitionError{From: driver.StatusOffline, Event: driver.EventAccept, Reason: "not allowed"},

@@ -10,4 +10,8 @@ var (
 	ErrConflict = errors.New("concurrent update: try again")
 	// ErrUnavailable: Redis could not serve the request in time.
 	ErrUnavailable = errors.New("storage unavailable")
+	// ErrFull: a primary is at its maxmemory and refused the write (OOM)
+	// before anything ran. It comes wrapped in ErrUnavailable: the
+	// cluster cannot take writes there until it has room.
+	ErrFull = errors.New("redis is out of memory (maxmemory reached): the write was refused and nothing was written")
 )

@@ -63,9 +63,5 @@ func notAfter(ctx context.Context) int64 {
 	return d.UnixMilli()
 }
 
-// isLate reports a reply of lateGuard's (the router names the node in
-// front of it).
-func isLate(err error) bool {
-	var rerr redis.Error
-	return errors.As(err, &rerr) && strings.HasPrefix(rerr.Error(), "LATE ")
-}
+// isLate reports a reply of lateGuard's.
+func isLate(rerr redis.Error) bool { return strings.HasPrefix(rerr.Error(), "LATE ") }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -118,11 +119,17 @@ func storeErr(err error) error {
 	if err == nil {
 		return nil
 	}
-	if isLate(err) {
-		return fmt.Errorf("%w: %w", ErrUnavailable, ErrLate)
-	}
 	var rerr redis.Error
-	if errors.As(err, &rerr) && !errors.Is(err, redisroute.ErrUnavailable) || errors.Is(err, redisroute.ErrInvalidCommand) {
+	reply := errors.As(err, &rerr)
+	switch {
+	case reply && isLate(rerr):
+		return fmt.Errorf("%w: %w", ErrUnavailable, ErrLate)
+	case reply && strings.HasPrefix(rerr.Error(), "OOM "):
+		// Raised before the command, or before a script's first write,
+		// ran: Redis lets a script that has written go on, so a script is
+		// refused whole or not at all.
+		return fmt.Errorf("%w: %w: %w", ErrUnavailable, ErrFull, err)
+	case reply && !errors.Is(err, redisroute.ErrUnavailable), errors.Is(err, redisroute.ErrInvalidCommand):
 		return err
 	}
 	return fmt.Errorf("%w: %w", ErrUnavailable, err)

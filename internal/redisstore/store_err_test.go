@@ -27,6 +27,7 @@ func TestStoreErrTellsAReplyFromAClusterThatCouldNotServe(t *testing.T) {
 		{"a script's error", fmt.Errorf("p:1: %w", replyError("ERR user_script:1: boom")), false},
 		{"down, given up", fmt.Errorf("%w: p:1: %w", redisroute.ErrUnavailable, replyError("CLUSTERDOWN The cluster is down")), true},
 		{"no node", redisroute.ErrUnavailable, true},
+		{"out of memory", fmt.Errorf("p:1: %w", replyError("OOM command not allowed when used memory > 'maxmemory'.")), true},
 		{"a dropped connection", errors.New("read tcp: connection reset by peer"), true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
