@@ -67,6 +67,10 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, opts ...Option) (*Ap
 	if a.router, err = redisroute.New(ctx, cfg.Redis, a.reg, log.With("component", "redisroute")); err != nil {
 		return nil, err
 	}
+	if err := refuseEvicting(ctx, a.router); err != nil {
+		a.router.Close()
+		return nil, err
+	}
 	cfg.Store.Acks = cfg.BookingAcks // a reservation counts as a booking write does
 	if a.drivers, err = redisstore.NewDrivers(a.router, cfg.Store, cfg.Rules); err != nil {
 		a.router.Close()

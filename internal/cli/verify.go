@@ -29,7 +29,8 @@ past its end plus the slack, no booking open past its deadline plus the
 slack, the same Spampede rules on every instance.
 
 Faults: replica-crash, replica-hang, primary-crash (heals after a replica is
-promoted), primary-hang, handshake (one node refuses Apollo's password),
+promoted), primary-hang, primary-full (a primary at its maxmemory refuses
+writes, OOM), handshake (one node refuses Apollo's password),
 instance-kill (SIGKILL of one apollo instance, restarted), instance-pause
 (SIGSTOP of one apollo instance for the fault's length, then SIGCONT: it
 wakes holding leases and claims that have run out), primary-partition

@@ -137,6 +137,10 @@ type Config struct {
 	ReplicaCheckInterval time.Duration
 	MaxReplicaLag        time.Duration
 
+	// MemoryCheckInterval is how often every node is asked for INFO memory
+	// and INFO stats (memory.go): room, eviction policy, evicted keys.
+	MemoryCheckInterval time.Duration
+
 	// MigrationGrace is how long reads go to primaries after a MOVED or ASK
 	// reply: replicas cannot see a slot migration and may answer "missing"
 	// for keys that already moved.
@@ -173,6 +177,7 @@ func DefaultConfig() Config {
 		MaxEjectedFraction:   0.34,
 		ReplicaCheckInterval: 500 * time.Millisecond,
 		MaxReplicaLag:        2 * time.Second,
+		MemoryCheckInterval:  5 * time.Second,
 		PrimaryFallbackRate:  50000,
 		MigrationGrace:       10 * time.Second,
 	}
@@ -269,7 +274,7 @@ func (c Config) Validate() error {
 		"dial timeout": c.DialTimeout, "read timeout": c.ReadTimeout, "call timeout": c.CallTimeout,
 		"refresh interval": c.RefreshInterval, "refresh min interval": c.RefreshMinInterval,
 		"ack timeout": c.AckTimeout, "hedge min": c.HedgeMin, "hedge max": c.HedgeMax, "stall after": c.StallAfter, "fail fast after": c.FailFastAfter, "probe interval": c.ProbeInterval,
-		"replica check interval": c.ReplicaCheckInterval,
+		"replica check interval": c.ReplicaCheckInterval, "memory check interval": c.MemoryCheckInterval,
 	}
 	for name, d := range positive {
 		if d <= 0 {

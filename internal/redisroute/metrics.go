@@ -9,18 +9,20 @@ import (
 // metrics are registered on the registry the router is given. Node labels
 // are bounded by the cluster's size; there is no per-key label.
 type metrics struct {
-	latency        *prometheus.HistogramVec
-	nodeErrors     *prometheus.CounterVec
-	ejections      *prometheus.CounterVec
-	ejected        *prometheus.GaugeVec
-	replicaBehind  *prometheus.GaugeVec
-	refreshes      *prometheus.CounterVec
-	refreshDeduped prometheus.Counter
-	kept           prometheus.Counter // omitted.go
-	hedges         *prometheus.CounterVec
-	retries        *prometheus.CounterVec
-	fallbacks      *prometheus.CounterVec
-	commands       *prometheus.CounterVec
+	latency       *prometheus.HistogramVec
+	nodeErrors    *prometheus.CounterVec
+	ejections     *prometheus.CounterVec
+	ejected       *prometheus.GaugeVec
+	replicaBehind *prometheus.GaugeVec
+	// memory.go: each node's room, from INFO memory and INFO stats.
+	memoryUsed, memoryMax, memoryMayEvict, evictedKeys *prometheus.GaugeVec
+	refreshes                                          *prometheus.CounterVec
+	refreshDeduped                                     prometheus.Counter
+	kept                                               prometheus.Counter // omitted.go
+	hedges                                             *prometheus.CounterVec
+	retries                                            *prometheus.CounterVec
+	fallbacks                                          *prometheus.CounterVec
+	commands                                           *prometheus.CounterVec
 	// subscriptionsLost counts shard-channel subscriptions ended because
 	// messages may have been missed, by why.
 	subscriptionsLost *prometheus.CounterVec
@@ -54,6 +56,18 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		}, []string{"node"}),
 		replicaBehind: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "apollo_redis_replica_behind", Help: "1 while a replica is too far behind its primary to serve reads (link down, or lag above the bound).",
+		}, []string{"node"}),
+		memoryUsed: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "apollo_redis_node_used_memory_bytes", Help: "used_memory of each node (INFO memory), at the last memory check.",
+		}, []string{"node"}),
+		memoryMax: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "apollo_redis_node_maxmemory_bytes", Help: "maxmemory of each node (0: no limit); at it, a noeviction node refuses writes (OOM).",
+		}, []string{"node"}),
+		memoryMayEvict: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "apollo_redis_node_may_evict", Help: "1 while a node has a maxmemory and a policy other than noeviction: at its limit it deletes keys, Apollo's records among them.",
+		}, []string{"node"}),
+		evictedKeys: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "apollo_redis_node_evicted_keys", Help: "evicted_keys of each node (INFO stats): keys it deleted to make room since it started. Any increase may have lost bookings or reservations.",
 		}, []string{"node"}),
 		refreshes: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "apollo_redis_topology_refreshes_total", Help: "Topology refreshes, by reason and result.",
@@ -90,7 +104,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	if reg == nil {
 		return m, nil
 	}
-	for _, c := range []prometheus.Collector{m.latency, m.nodeErrors, m.ejections, m.ejected, m.replicaBehind, m.refreshes, m.refreshDeduped, m.kept, m.hedges, m.retries, m.fallbacks, m.commands, m.subscriptionsLost} {
+	for _, c := range []prometheus.Collector{m.latency, m.nodeErrors, m.ejections, m.ejected, m.replicaBehind, m.memoryUsed, m.memoryMax, m.memoryMayEvict, m.evictedKeys, m.refreshes, m.refreshDeduped, m.kept, m.hedges, m.retries, m.fallbacks, m.commands, m.subscriptionsLost} {
 		if err := reg.Register(c); err != nil {
 			return nil, errors.Join(errors.New("register redisroute metrics"), err)
 		}
@@ -117,6 +131,9 @@ func (m *metrics) forgetLeft(old, now *topology) {
 		if !in[n.addr] {
 			m.ejected.DeleteLabelValues(n.addr)
 			m.replicaBehind.DeleteLabelValues(n.addr)
+			for _, g := range []*prometheus.GaugeVec{m.memoryUsed, m.memoryMax, m.memoryMayEvict, m.evictedKeys} {
+				g.DeleteLabelValues(n.addr)
+			}
 		}
 	}
 }

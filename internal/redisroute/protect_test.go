@@ -77,7 +77,8 @@ func TestPrimaryFallbackIsCappedAndVisible(t *testing.T) {
 	}
 }
 
-// counter sums the series of a counter family that carry labelValue ("" = all).
+// counter sums the series of a counter (or gauge) family that carry
+// labelValue ("" = all).
 func counter(t testing.TB, reg *prometheus.Registry, name, labelValue string) (sum float64, series int) {
 	t.Helper()
 	mfs, err := reg.Gather()
@@ -94,7 +95,7 @@ func counter(t testing.TB, reg *prometheus.Registry, name, labelValue string) (s
 				match = match || l.GetValue() == labelValue
 			}
 			if match {
-				sum += m.GetCounter().GetValue()
+				sum += m.GetCounter().GetValue() + m.GetGauge().GetValue()
 				series++
 			}
 		}

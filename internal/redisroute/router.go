@@ -26,6 +26,8 @@ type Router struct {
 	lastRefresh atomic.Pointer[Refreshed]
 	departedMu  sync.Mutex
 	departed    map[string]departed // nodes that left the slot map, by address; under departedMu
+	memMu       sync.Mutex
+	memLast     map[string]NodeMemory // each node's last memory check, by address; under memMu
 	refreshCh   chan string
 	refreshSeq  atomic.Uint32
 
@@ -80,6 +82,7 @@ func New(ctx context.Context, cfg Config, reg prometheus.Registerer, log *slog.L
 		refreshCh: make(chan string, 1),
 		nodes:     map[string]*node{},
 		departed:  map[string]departed{},
+		memLast:   map[string]NodeMemory{},
 		hedges:    newBudget(cfg.HedgeBudget, cfg.BudgetBurst),
 		retries:   newBudget(cfg.RetryBudget, cfg.BudgetBurst),
 		stop:      make(chan struct{}),
@@ -104,7 +107,8 @@ func New(ctx context.Context, cfg Config, reg prometheus.Registerer, log *slog.L
 	r.wg.Add(1)
 	go r.refreshLoop()
 	if cfg.Policy != Legacy2019 {
-		r.wg.Add(4)
+		r.wg.Add(5)
+		go func() { r.checkMemory(); r.every(cfg.MemoryCheckInterval, r.checkMemory) }() // exported from the start
 		go r.every(time.Second, r.checkSubscriptions)
 		go r.watchdogLoop()
 		go r.every(cfg.ProbeInterval, r.probeEjected)

@@ -19,7 +19,7 @@ import (
 // FaultNames lists the faults the nemesis knows, in the order a run
 // without --faults injects them.
 func FaultNames() []string {
-	return []string{"replica-crash", "replica-hang", "primary-crash", "primary-hang", "handshake", "instance-kill",
+	return []string{"replica-crash", "replica-hang", "primary-crash", "primary-hang", "primary-full", "handshake", "instance-kill",
 		"instance-pause", "primary-partition", "reshard", "cluster-restart"}
 }
 
@@ -142,6 +142,8 @@ func (n *nemesis) fault(ctx context.Context, name string) (drill.Fault, error) {
 		return n.failover(primary, replicas), nil
 	case "primary-hang":
 		return drill.Hang(n.c, "primary "+primary.Addr, primary), nil
+	case "primary-full":
+		return n.full(primary), nil
 	case "handshake":
 		return n.handshake(n.pick(append(replicas, primary))), nil
 	case "primary-partition":

@@ -1,0 +1,35 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/apollo-platform/apollo/internal/redisroute"
+)
+
+// ErrEvictingRedis: a Redis node may delete keys to make room (a
+// maxmemory with a policy other than noeviction), so no guarantee about
+// the records on it holds.
+var ErrEvictingRedis = errors.New("redis nodes may delete Apollo's keys to make room")
+
+// refuseEvicting fails when a node of the cluster may evict keys: a
+// booking reported created, a reservation (which frees its driver for a
+// second booking) or a lease would vanish without an error when the node
+// fills up. The router keeps checking while Apollo runs (a policy changed
+// later is exported, logged and alerted on); a node that does not answer
+// now is not judged.
+func refuseEvicting(ctx context.Context, r *redisroute.Router) error {
+	var bad []string
+	for _, m := range r.Memory(ctx) {
+		if m.MayEvict() {
+			bad = append(bad, fmt.Sprintf("%s (maxmemory-policy %s, maxmemory %d)", m.Addr, m.Policy, m.Max))
+		}
+	}
+	if len(bad) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%w: %s; set maxmemory-policy noeviction on every node (a full node then refuses writes, which Apollo answers 503, instead of deleting records)",
+		ErrEvictingRedis, strings.Join(bad, ", "))
+}

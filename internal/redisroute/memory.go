@@ -1,0 +1,124 @@
+package redisroute
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"sync"
+)
+
+// A node with a maxmemory and a policy other than noeviction deletes keys
+// to make room when it reaches the limit: a booking reported created, a
+// driver's reservation, a partition's lease, gone without an error. Redis
+// says so only in INFO, so the router asks every node for INFO memory and
+// INFO stats in the background and exports what it finds; a node at its
+// limit under noeviction refuses writes instead (OOM), which the store
+// turns into a 503, so how close each node is to it is exported too.
+
+// NodeMemory is what a node's INFO says about its room.
+type NodeMemory struct {
+	Addr string `json:"addr"`
+	// Used is used_memory; Max is maxmemory (0: no limit).
+	Used int64 `json:"used_bytes"`
+	Max  int64 `json:"max_bytes"`
+	// Policy is maxmemory_policy.
+	Policy string `json:"policy"`
+	// Evicted is evicted_keys: keys the node deleted to make room since it
+	// started.
+	Evicted int64 `json:"evicted_keys"`
+}
+
+// MayEvict reports whether the node deletes keys when it reaches its
+// limit. volatile-* policies count: Apollo's driver records, bookings and
+// leases have TTLs.
+func (m NodeMemory) MayEvict() bool { return m.Max > 0 && m.Policy != "noeviction" }
+
+// parseMemory reads the text of INFO memory and INFO stats, in any order.
+// ok is false when maxmemory_policy is missing (not an INFO of these).
+func parseMemory(addr, info string) (m NodeMemory, ok bool) {
+	m.Addr = addr
+	for _, line := range strings.Split(info, "\n") {
+		k, v, found := strings.Cut(strings.TrimRight(line, "\r"), ":")
+		if !found {
+			continue
+		}
+		switch k {
+		case "used_memory":
+			m.Used, _ = strconv.ParseInt(v, 10, 64)
+		case "maxmemory":
+			m.Max, _ = strconv.ParseInt(v, 10, 64)
+		case "maxmemory_policy":
+			m.Policy, ok = v, true
+		case "evicted_keys":
+			m.Evicted, _ = strconv.ParseInt(v, 10, 64)
+		}
+	}
+	return m, ok
+}
+
+// Memory asks every node of the current topology for its room now, each
+// through its probe pool and bounded by ctx; nodes that do not answer
+// (or whose user may not run INFO) are left out.
+func (r *Router) Memory(ctx context.Context) []NodeMemory {
+	t := r.topo.Load()
+	out := make([]NodeMemory, len(t.nodes))
+	answered := make([]bool, len(t.nodes))
+	var wg sync.WaitGroup
+	for i, n := range t.nodes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			pipe := n.probe.Pipeline()
+			mem, stats := pipe.Info(ctx, "memory"), pipe.Info(ctx, "stats")
+			if _, err := pipe.Exec(ctx); err != nil {
+				return
+			}
+			out[i], answered[i] = parseMemory(n.addr, mem.Val()+"\n"+stats.Val())
+		}()
+	}
+	wg.Wait()
+	kept := out[:0]
+	for i, m := range out {
+		if answered[i] {
+			kept = append(kept, m)
+		}
+	}
+	return kept
+}
+
+// checkMemory, every MemoryCheckInterval, exports every node's room and
+// logs a node that starts to evict keys, or has evicted some.
+func (r *Router) checkMemory() {
+	ctx, cancel := context.WithTimeout(context.Background(), r.cfg.MemoryCheckInterval)
+	defer cancel()
+	for _, m := range r.Memory(ctx) {
+		r.m.memoryUsed.WithLabelValues(m.Addr).Set(float64(m.Used))
+		r.m.memoryMax.WithLabelValues(m.Addr).Set(float64(m.Max))
+		mayEvict := 0.0
+		if m.MayEvict() {
+			mayEvict = 1
+		}
+		r.m.memoryMayEvict.WithLabelValues(m.Addr).Set(mayEvict)
+		r.m.evictedKeys.WithLabelValues(m.Addr).Set(float64(m.Evicted))
+		r.noteMemory(m)
+	}
+}
+
+// noteMemory logs what changed since the node's last check: an eviction
+// policy set or cleared, keys evicted.
+func (r *Router) noteMemory(m NodeMemory) {
+	r.memMu.Lock()
+	last, seen := r.memLast[m.Addr]
+	r.memLast[m.Addr] = m
+	r.memMu.Unlock()
+	switch {
+	case m.MayEvict() && (!seen || !last.MayEvict()):
+		r.log.Error("redis node may delete keys to make room: bookings, reservations and leases on it can vanish; set maxmemory-policy noeviction",
+			"node", m.Addr, "policy", m.Policy, "maxmemory", m.Max)
+	case !m.MayEvict() && seen && last.MayEvict():
+		r.log.Info("redis node no longer evicts keys", "node", m.Addr, "policy", m.Policy, "maxmemory", m.Max)
+	}
+	if seen && m.Evicted > last.Evicted {
+		r.log.Error("redis node evicted keys: Apollo's records on it may be lost", "node", m.Addr, "evicted", m.Evicted-last.Evicted, "policy", m.Policy)
+	}
+}
