@@ -61,6 +61,9 @@ type Node struct {
 	// Persistence is the node's appendonly, appendfsync and save settings;
 	// nil when CONFIG GET is not allowed.
 	Persistence *Persistence `json:"persistence,omitempty"`
+	// Memory is the node's used memory, maxmemory and eviction policy;
+	// nil when INFO memory could not be read.
+	Memory *Memory `json:"memory,omitempty"`
 }
 
 // Shard is a primary and its replicas.
