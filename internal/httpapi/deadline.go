@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"strconv"
 	"time"
+
+	"github.com/apollo-platform/apollo/internal/redisroute"
 )
 
 // DeadlineHeader is the optional header by which a client tells when it
@@ -23,10 +25,14 @@ var errDeadlinePassed = errors.New("the request's Apollo-Deadline had passed whe
 
 // bounded gives a write request its deadline: the client's Apollo-Deadline
 // when it has one, at most RequestTimeout from now. A request that arrives
-// past its deadline is refused before anything is done. Long polls are
+// past its deadline is refused before anything is done. Its writes are
+// tracked, so that a failure can say when none of them took effect. Long polls are
 // reads with their own bound (MaxWait) and are not wrapped.
 func (a *api) bounded(next http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
+		// Whether anything was written, for a failure's answer (fail).
+		tracked, _ := redisroute.TrackWrites(r.Context())
+		r = r.WithContext(tracked)
 		now := time.Now() // a deadline is on the real clock, as the context's timer
 		deadline := now.Add(a.cfg.RequestTimeout)
 		if v := r.Header.Get(DeadlineHeader); v != "" {

@@ -262,6 +262,10 @@ type errorJSON struct {
 	// RetryAfterS is, on high_demand, the seconds to wait before retrying:
 	// the Retry-After header, for clients that only see the body.
 	RetryAfterS int `json:"retry_after_s,omitempty"`
+	// NotApplied is, on a 5xx of a write route, true when nothing the
+	// request asked to change was changed: every write it sent was refused
+	// (or none was sent). Absent, the outcome is unknown.
+	NotApplied bool `json:"not_applied,omitempty"`
 }
 
 // responder writes responses: the JSON of answers and of errors. The public
@@ -285,6 +289,9 @@ func (a responder) describe(r *http.Request, err error, attrs ...slog.Attr) (pro
 // statuses in the package.
 func (a responder) fail(w http.ResponseWriter, r *http.Request, err error) {
 	p, body := a.describe(r, err)
+	if t, ok := redisroute.TrackedWrites(r.Context()); ok && p.status >= 500 && !t.MaybeApplied() {
+		body.NotApplied = true
+	}
 	if p.allow != "" {
 		w.Header().Set("Allow", p.allow)
 	}

@@ -205,14 +205,12 @@ func (r *Router) Exec(ctx context.Context, cmds []Cmd) Results {
 			c.finish(i, Result{Err: fmt.Errorf("%w: %w", ErrInvalidCommand, err)})
 		}
 	}
-	if c.left == 0 {
-		return res
-	}
-	if r.cfg.Policy == Legacy2019 {
+	if c.left > 0 && r.cfg.Policy == Legacy2019 {
 		r.execLegacy(c)
-		return res
+	} else if c.left > 0 {
+		c.run(r.topo.Load())
 	}
-	c.run(r.topo.Load())
+	r.noteWrites(ctx, cmds, res)
 	return res
 }
 

@@ -160,7 +160,7 @@ func TestViolationsNameTheirEntities(t *testing.T) {
 
 func TestInternalErrors(t *testing.T) {
 	answered := func(k Kind, status int, code string) Op {
-		return Op{Kind: k, Instance: "http://a", Invoke: sec(1), Return: sec(2), Outcome: outcomeOf(k, status, nil), Status: status, Code: code}
+		return Op{Kind: k, Instance: "http://a", Invoke: sec(1), Return: sec(2), Outcome: outcomeOf(k, status, false, nil), Status: status, Code: code}
 	}
 	runAudit(t, InternalErrors, CodeInternalError, []auditCase{
 		{"failures the API names", history(answered(Heartbeat, 503, "unavailable"), answered(DriverEvent, 409, "illegal_transition")), 0},

@@ -52,9 +52,10 @@ type Op struct {
 	// Apollo-Deadline: Apollo makes a write's changes before it or never.
 	Deadline int64 `json:"deadline_ns,omitempty"`
 	// Outcome, and what the API answered.
-	Outcome Outcome `json:"outcome"`
-	Status  int     `json:"http_status"` // 0 when no answer arrived
-	Code    string  `json:"error_code,omitempty"`
+	Outcome    Outcome `json:"outcome"`
+	Status     int     `json:"http_status"` // 0 when no answer arrived
+	Code       string  `json:"error_code,omitempty"`
+	NotApplied bool    `json:"not_applied,omitempty"` // a 5xx saying every write the request sent was refused
 	// Seen is the state the answer reported (on OK), for booking and
 	// driver ops alike.
 	Seen State `json:"seen,omitzero"`

@@ -45,7 +45,8 @@ type answer struct {
 	ReservedUntil time.Time `json:"reserved_until"`
 	Deadline      time.Time `json:"deadline"`
 	Error         struct {
-		Code string `json:"code"`
+		Code       string `json:"code"`
+		NotApplied bool   `json:"not_applied"`
 	} `json:"error"`
 }
 
@@ -94,9 +95,9 @@ func (r *recorder) do(ctx context.Context, op Op, method, path string, body any,
 		op.Status = resp.StatusCode
 		_ = json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&a)
 		resp.Body.Close()
-		op.Code = a.Error.Code
+		op.Code, op.NotApplied = a.Error.Code, a.Error.NotApplied
 	}
-	op.Outcome = outcomeOf(op.Kind, op.Status, err)
+	op.Outcome = outcomeOf(op.Kind, op.Status, op.NotApplied, err)
 	if op.Outcome == OK && op.Status < 300 {
 		op.Seen = a.state()
 	}
@@ -115,9 +116,10 @@ func (k Kind) isRead() bool { return k == ReadBooking || k == ReadDriver }
 // outcomeOf decides what an answer proves. A read either answered or says
 // nothing (Failed: it changed nothing). A write answered 2xx happened; a
 // 4xx rejected it before it changed anything; a 5xx or no answer at all
-// leaves it unknown: the write may have been applied before the failure.
-// A 404 read is an OK read of "absent".
-func outcomeOf(k Kind, status int, err error) Outcome {
+// leaves it unknown: the write may have been applied before the failure,
+// unless Apollo said it was not (notApplied: every write the request sent
+// was refused). A 404 read is an OK read of "absent".
+func outcomeOf(k Kind, status int, notApplied bool, err error) Outcome {
 	switch {
 	case err != nil || status == 0:
 		if k.isRead() {
@@ -130,7 +132,7 @@ func outcomeOf(k Kind, status int, err error) Outcome {
 		return OK
 	case k.isRead():
 		return Failed
-	case status < 500:
+	case status < 500, notApplied:
 		return Failed
 	default:
 		return Unknown
