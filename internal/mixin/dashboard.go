@@ -105,6 +105,16 @@ func rows() []row {
 				}},
 			{"Replicas behind", "1 while a replica is too far behind its primary to serve reads.", "short",
 				[]Query{{`max by (node) (apollo_redis_replica_behind{instance=~"$instance"})`, "{{node}}"}}},
+			{"Node memory", "used_memory and maxmemory per node (0: no limit). At its maxmemory a noeviction node refuses every write (OOM, a 503 for every change on its shard).", "bytes",
+				[]Query{
+					{`max by (node) (apollo_redis_node_used_memory_bytes{instance=~"$instance"})`, "used {{node}}"},
+					{`max by (node) (apollo_redis_node_maxmemory_bytes{instance=~"$instance"})`, "maxmemory {{node}}"},
+				}},
+			{"Keys evicted", "Keys a node deleted to make room (evicted_keys rising): bookings or reservations may be gone. Any is an incident; a node that may evict at all is alerted on.", "short",
+				[]Query{
+					{`max by (node) (increase(apollo_redis_node_evicted_keys{instance=~"$instance"}[$__rate_interval]))`, "evicted {{node}}"},
+					{`max by (node) (apollo_redis_node_may_evict{instance=~"$instance"})`, "may evict {{node}}"},
+				}},
 		}},
 		{"Bookings", []graph{
 			{"Bookings by outcome", "created, turned away by Spampede, allocated, unallocated (deadline passed), cancelled.", "ops",
