@@ -67,7 +67,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, opts ...Option) (*Ap
 	if a.router, err = redisroute.New(ctx, cfg.Redis, a.reg, log.With("component", "redisroute")); err != nil {
 		return nil, err
 	}
-	if err := refuseEvicting(ctx, a.router); err != nil {
+	if err := refuseEvicting(ctx, a.router, log); err != nil {
 		a.router.Close()
 		return nil, err
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 
 	"github.com/apollo-platform/apollo/internal/redisroute"
@@ -19,10 +20,15 @@ var ErrEvictingRedis = errors.New("redis nodes may delete Apollo's keys to make 
 // second booking) or a lease would vanish without an error when the node
 // fills up. The router keeps checking while Apollo runs (a policy changed
 // later is exported, logged and alerted on); a node that does not answer
-// now is not judged.
-func refuseEvicting(ctx context.Context, r *redisroute.Router) error {
+// now is not judged, and is named in a warning.
+func refuseEvicting(ctx context.Context, r *redisroute.Router, log *slog.Logger) error {
+	known, unknown := r.Memory(ctx)
+	if len(unknown) > 0 {
+		log.Warn("could not read INFO memory on some Redis nodes, so whether they evict keys is not known; Apollo's user needs INFO",
+			"nodes", strings.Join(unknown, ","))
+	}
 	var bad []string
-	for _, m := range r.Memory(ctx) {
+	for _, m := range known {
 		if m.MayEvict() {
 			bad = append(bad, fmt.Sprintf("%s (maxmemory-policy %s, maxmemory %d)", m.Addr, m.Policy, m.Max))
 		}

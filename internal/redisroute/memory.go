@@ -57,9 +57,9 @@ func parseMemory(addr, info string) (m NodeMemory, ok bool) {
 }
 
 // Memory asks every node of the current topology for its room now, each
-// through its probe pool and bounded by ctx; nodes that do not answer
-// (or whose user may not run INFO) are left out.
-func (r *Router) Memory(ctx context.Context) []NodeMemory {
+// through its probe pool and bounded by ctx. Nodes that do not answer
+// (down, hung, or an ACL that denies INFO) are listed in unknown.
+func (r *Router) Memory(ctx context.Context) (known []NodeMemory, unknown []string) {
 	t := r.topo.Load()
 	out := make([]NodeMemory, len(t.nodes))
 	answered := make([]bool, len(t.nodes))
@@ -77,21 +77,32 @@ func (r *Router) Memory(ctx context.Context) []NodeMemory {
 		}()
 	}
 	wg.Wait()
-	kept := out[:0]
 	for i, m := range out {
 		if answered[i] {
-			kept = append(kept, m)
+			known = append(known, m)
+		} else {
+			unknown = append(unknown, t.nodes[i].addr)
 		}
 	}
-	return kept
+	return known, unknown
 }
 
 // checkMemory, every MemoryCheckInterval, exports every node's room and
-// logs a node that starts to evict keys, or has evicted some.
+// logs a node that starts to evict keys, or has evicted some. A node that
+// left the topology while it was asked is not exported (its gauges were
+// deleted when it left, and an alert on a stale one would never resolve).
 func (r *Router) checkMemory() {
 	ctx, cancel := context.WithTimeout(context.Background(), r.cfg.MemoryCheckInterval)
 	defer cancel()
-	for _, m := range r.Memory(ctx) {
+	known, _ := r.Memory(ctx)
+	in := map[string]bool{}
+	for _, n := range r.topo.Load().nodes {
+		in[n.addr] = true
+	}
+	for _, m := range known {
+		if !in[m.Addr] {
+			continue
+		}
 		r.m.memoryUsed.WithLabelValues(m.Addr).Set(float64(m.Used))
 		r.m.memoryMax.WithLabelValues(m.Addr).Set(float64(m.Max))
 		mayEvict := 0.0
@@ -102,6 +113,13 @@ func (r *Router) checkMemory() {
 		r.m.evictedKeys.WithLabelValues(m.Addr).Set(float64(m.Evicted))
 		r.noteMemory(m)
 	}
+	r.memMu.Lock()
+	for addr := range r.memLast {
+		if !in[addr] {
+			delete(r.memLast, addr)
+		}
+	}
+	r.memMu.Unlock()
 }
 
 // noteMemory logs what changed since the node's last check: an eviction
@@ -118,7 +136,11 @@ func (r *Router) noteMemory(m NodeMemory) {
 	case !m.MayEvict() && seen && last.MayEvict():
 		r.log.Info("redis node no longer evicts keys", "node", m.Addr, "policy", m.Policy, "maxmemory", m.Max)
 	}
-	if seen && m.Evicted > last.Evicted {
-		r.log.Error("redis node evicted keys: Apollo's records on it may be lost", "node", m.Addr, "evicted", m.Evicted-last.Evicted, "policy", m.Policy)
+	evicted := m.Evicted - last.Evicted
+	if m.Evicted < last.Evicted {
+		evicted = m.Evicted // the node restarted: its count began again
+	}
+	if seen && evicted > 0 {
+		r.log.Error("redis node evicted keys: Apollo's records on it may be lost", "node", m.Addr, "evicted", evicted, "policy", m.Policy)
 	}
 }

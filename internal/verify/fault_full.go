@@ -10,8 +10,9 @@ import (
 
 // full makes a primary full: its maxmemory is set to 1 byte, below what
 // it uses, so under the default noeviction policy it refuses every
-// command that adds data (OOM) and still serves reads and deletes, as a
-// shard that ran out of memory does. Healing puts the limit it had back.
+// command that adds data (OOM) and still serves plain reads and deletes,
+// as a shard that ran out of memory does. Confirmed reads fail too: their
+// fence is a write. Healing puts the limit it had back.
 // A node whose policy evicts would drop keys instead: Apollo refuses to
 // start on such a cluster, so that is not a fault to survive.
 func (n *nemesis) full(primary *localcluster.Node) drill.Fault {

@@ -79,6 +79,11 @@ func (r *recorder) do(ctx context.Context, op Op, method, path string, body any,
 		req.Header.Set(k, v)
 	}
 	if !op.Kind.isRead() {
+		// One recorded operation is one request: net/http replays a
+		// request with an Idempotency-Key whose connection broke before an
+		// answer, and would record only the replay's answer, which may say
+		// not_applied of a first attempt that was applied.
+		req.GetBody = nil
 		// The client waits until then; Apollo makes the write's changes
 		// before it or never, which bounds an unknown outcome.
 		deadline := time.Now().Add(r.timeout)
