@@ -30,7 +30,9 @@ slack, the same Spampede rules on every instance.
 
 Faults: replica-crash, replica-hang, primary-crash (heals after a replica is
 promoted), primary-hang, primary-full (a primary at its maxmemory refuses
-writes, OOM), handshake (one node refuses Apollo's password),
+writes, OOM), switchover (CLUSTER FAILOVER on a replica while its primary
+is up, as an upgrade does), forced-switchover (CLUSTER FAILOVER FORCE: the
+replica takes over without its primary's agreement), handshake (one node refuses Apollo's password),
 instance-kill (SIGKILL of one apollo instance, restarted), instance-pause
 (SIGSTOP of one apollo instance for the fault's length, then SIGCONT: it
 wakes holding leases and claims that have run out), primary-partition

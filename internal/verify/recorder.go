@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"net"
 	"net/http"
 	"strconv"
 	"sync"
@@ -123,11 +124,13 @@ func (k Kind) isRead() bool { return k == ReadBooking || k == ReadDriver }
 // 4xx rejected it before it changed anything; a 5xx or no answer at all
 // leaves it unknown: the write may have been applied before the failure,
 // unless Apollo said it was not (notApplied: every write the request sent
-// was refused). A 404 read is an OK read of "absent".
+// was refused), or the request never left (no connection could be made:
+// an instance killed, not yet listening). A 404 read is an OK read of
+// "absent".
 func outcomeOf(k Kind, status int, notApplied bool, err error) Outcome {
 	switch {
 	case err != nil || status == 0:
-		if k.isRead() {
+		if k.isRead() || neverSent(err) {
 			return Failed
 		}
 		return Unknown
@@ -155,4 +158,12 @@ func (r *recorder) history() []Op {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return append([]Op(nil), r.ops...)
+}
+
+// neverSent reports a request that failed before its connection was made,
+// so Apollo never saw it. A failure on a connection already open (reused,
+// or reset after the request was written) may come after Apollo read it.
+func neverSent(err error) bool {
+	var op *net.OpError
+	return errors.As(err, &op) && op.Op == "dial"
 }

@@ -1,0 +1,41 @@
+package verify
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/apollo-platform/apollo/internal/drill"
+	"github.com/apollo-platform/apollo/internal/localcluster"
+)
+
+// switchover promotes a replica with CLUSTER FAILOVER while its primary is
+// up, as an upgrade or a rebalancing does. Coordinated (force false), the
+// primary stops taking writes, the replica catches up and takes over, and
+// the commands held meanwhile are answered MOVED: nothing acknowledged is
+// lost. Forced, the replica takes over at once without its primary's
+// agreement, with whatever it has received; the old primary takes writes
+// until it learns, and replicates them nowhere (its only replica is the
+// new primary), so a write it took was never acknowledged (WAIT fails),
+// and a failover may drop it. Healing waits for a healthy cluster; the
+// roles stay switched, and later faults pick shards as the cluster sees
+// them.
+func (n *nemesis) switchover(primary, replica *localcluster.Node, force bool) drill.Fault {
+	how, args := "coordinated", []any{"CLUSTER", "FAILOVER"}
+	if force {
+		how, args = "forced", append(args, "FORCE")
+	}
+	return drill.FaultFunc{Label: fmt.Sprintf("%s failover of %s to %s", how, primary.Addr, replica.Addr),
+		InjectFn: func(ctx context.Context) error {
+			cl := replica.Client()
+			defer cl.Close()
+			if err := cl.Do(ctx, args...).Err(); err != nil {
+				return err
+			}
+			return n.c.WaitRole(ctx, replica, "primary")
+		},
+		HealFn: func(ctx context.Context) error {
+			return errors.Join(n.c.WaitRole(ctx, primary, "replica"), n.c.WaitHealthy(ctx))
+		},
+	}
+}
