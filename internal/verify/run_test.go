@@ -33,7 +33,13 @@ func TestAShortVerifyRunOfThisBuildFindsNoViolation(t *testing.T) {
 	// Five faults, one after the other, every 3 s for 6 s each: 50 s
 	// reaches the last.
 	cfg.Bin, cfg.Dir, cfg.Duration = buildApollo(t, dir), dir, 50*time.Second
-	cfg.Faults = []string{"handshake", "reshard", "primary-partition", "instance-kill", "cluster-restart"}
+	// The partition comes before the reshard: for 10 s after a MOVED or
+	// ASK every read goes to its primary, and a primary cut off in that
+	// time shows plain reads a write in flight that the failover then
+	// undoes, for up to the 250 ms before its acknowledgements fail (a
+	// known limit, README). CI hit it with the reshard just before the
+	// partition (2026-12-03); make verify's runs keep every order.
+	cfg.Faults = []string{"handshake", "primary-partition", "reshard", "instance-kill", "cluster-restart"}
 	progress, err := os.Create(filepath.Join(dir, "progress.log"))
 	if err != nil {
 		t.Fatal(err)
