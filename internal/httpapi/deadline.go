@@ -32,7 +32,6 @@ func (a *api) bounded(next http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		// Whether anything was written, for a failure's answer (fail).
 		tracked, _ := redisroute.TrackWrites(r.Context())
-		r = r.WithContext(tracked)
 		now := time.Now() // a deadline is on the real clock, as the context's timer
 		deadline := now.Add(a.cfg.RequestTimeout)
 		if v := r.Header.Get(DeadlineHeader); v != "" {
@@ -42,14 +41,14 @@ func (a *api) bounded(next http.HandlerFunc) http.HandlerFunc {
 				return
 			}
 			if !now.Before(d) {
-				a.fail(w, r, errDeadlinePassed)
+				a.fail(w, r.WithContext(tracked), errDeadlinePassed)
 				return
 			}
 			if d.Before(deadline) {
 				deadline = d
 			}
 		}
-		ctx, cancel := context.WithDeadline(r.Context(), deadline)
+		ctx, cancel := context.WithDeadline(tracked, deadline)
 		defer cancel()
 		next(w, r.WithContext(ctx))
 	}

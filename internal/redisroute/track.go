@@ -45,8 +45,8 @@ func (t *WriteTrack) MaybeApplied() bool { return t.maybe.Load() }
 // run, so every write counts.
 func (r *Router) noteWrites(ctx context.Context, cmds []Cmd, res Results) {
 	var t *WriteTrack
-	for i, c := range cmds {
-		if !c.Write || !mayHaveApplied(c, res[i].Err, r.cfg.Policy) {
+	for i := range cmds { // by index: a read is looked at, not copied
+		if !cmds[i].Write || !mayHaveApplied(cmds[i], res[i].Err, r.cfg.Policy) {
 			continue
 		}
 		if t == nil {
