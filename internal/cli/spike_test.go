@@ -94,7 +94,11 @@ func TestSpikeDrillShowsWhatSpampedeProtects(t *testing.T) {
 		}
 	})
 	t.Run("shadow admits and reports what it would reject", func(t *testing.T) {
-		if shadow.Inside.Rejected != 0 || shadow.Inside.WouldReject < shadow.Inside.Requested/2 {
+		// Of the storm it could count: a loaded machine makes the counting
+		// miss its budget, and then shadow, like on, fails open and cannot
+		// tell (on's own figures show the same).
+		decided := shadow.Inside.Requested - shadow.Inside.FailOpen
+		if shadow.Inside.Rejected != 0 || decided == 0 || shadow.Inside.WouldReject < decided/2 {
 			t.Errorf("inside: %+v", shadow.Inside)
 		}
 	})

@@ -52,6 +52,22 @@ func closedPortErr(t *testing.T) error {
 	return c.Get(context.Background(), "k").Err()
 }
 
+// dialTimeoutErr is the error of a command whose connection could not be
+// made in time: the real client, the real net package, a real listener
+// given no time to be reached. net's dial timeout also says it is
+// context.DeadlineExceeded, though no caller's deadline passed.
+func dialTimeoutErr(t *testing.T) error {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	c := redis.NewClient(&redis.Options{Addr: ln.Addr().String(), Protocol: 2, DisableIdentity: true, MaxRetries: -1, DialerRetries: 1, DialTimeout: time.Nanosecond})
+	defer c.Close()
+	return c.Get(context.Background(), "k").Err()
+}
+
 func TestClassifyEveryRedisErrorClass(t *testing.T) {
 	tests := []struct {
 		name string
@@ -105,6 +121,7 @@ func TestClassifyEveryRedisErrorClass(t *testing.T) {
 		}, classRefused},
 		{"connection refused", closedPortErr, classUnsent},
 		{"dial error", func(*testing.T) error { return &net.OpError{Op: "dial", Err: errors.New("no route to host")} }, classUnsent},
+		{"dial timeout: nothing was sent", dialTimeoutErr, classUnsent},
 		{"pool timeout", func(*testing.T) error { return errors.New("redis: connection pool timeout") }, classUnsent},
 		{"connection closed before the reply", closeOnGet, classUnanswered},
 		{"read timeout", func(*testing.T) error {

@@ -58,6 +58,11 @@ func classify(err error) class {
 	switch {
 	case err == nil, errors.Is(err, redis.Nil):
 		return classOK
+	case isUnsent(err):
+		// Before the context check: net's dial timeout also says it is
+		// context.DeadlineExceeded, yet nothing was sent, and a write
+		// that was never sent may be sent again.
+		return classUnsent
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return classCanceled
 	}
@@ -80,9 +85,6 @@ func classify(err error) class {
 	var rerr redis.Error
 	if errors.As(err, &rerr) {
 		return classReply
-	}
-	if isUnsent(err) {
-		return classUnsent
 	}
 	return classUnanswered
 }

@@ -123,16 +123,43 @@ func (d *driving) book(ctx context.Context, i int) {
 	}
 }
 
-// settle reads every admitted booking's final state; one that cannot be
-// read stays pending and its error is reported.
-func (d *driving) settle(ctx context.Context) {
+// settle reads every admitted booking's final state. A booking still
+// searching is read again until it settles or settleWithin has passed: a
+// loaded machine gives bookings up late, and late is not lost (overdue,
+// from the first reading, says how late). One that cannot be read stays
+// pending and its error is reported.
+func (d *driving) settle(ctx context.Context, say Progress) {
+	open := d.read(ctx, d.admitted(), true)
+	deadline := time.Now().Add(settleWithin)
+	if len(open) > 0 {
+		say("%d bookings still searching; reading them again for up to %s", len(open), settleWithin)
+	}
+	for len(open) > 0 && time.Now().Before(deadline) && sleep(ctx, 250*time.Millisecond) == nil {
+		open = d.read(ctx, open, false)
+	}
+}
+
+// settleWithin bounds how long settle waits for searching bookings.
+const settleWithin = 30 * time.Second
+
+// admitted lists the fates of the bookings reported created.
+func (d *driving) admitted() []int {
+	var idx []int
+	for i := range d.fates {
+		if d.fates[i].bookingID != "" {
+			idx = append(idx, i)
+		}
+	}
+	return idx
+}
+
+// read reads the bookings of fates idx and returns those still searching;
+// first marks the reading that judges whether a booking is overdue.
+func (d *driving) read(ctx context.Context, idx []int, first bool) []int {
 	sem := make(chan struct{}, 16)
 	var wg sync.WaitGroup
-	for i := range d.fates {
+	for _, i := range idx {
 		f := &d.fates[i]
-		if f.bookingID == "" {
-			continue
-		}
 		sem <- struct{}{}
 		wg.Add(1)
 		go func() {
@@ -142,14 +169,23 @@ func (d *driving) settle(ctx context.Context) {
 				f.status, f.settleErr = booking.Searching, err
 				return
 			}
-			f.status = b.Status
-			f.overdue = b.Status == booking.Searching && time.Since(b.Deadline) > overdueAfter
+			f.status, f.settleErr = b.Status, nil
+			if first {
+				f.overdue = b.Status == booking.Searching && time.Since(b.Deadline) > overdueAfter
+			}
 			if !b.AllocatedAt.IsZero() {
 				f.allocIn = b.AllocatedAt.Sub(b.CreatedAt)
 			}
 		}()
 	}
 	wg.Wait()
+	var open []int
+	for _, i := range idx {
+		if d.fates[i].status == booking.Searching {
+			open = append(open, i)
+		}
+	}
+	return open
 }
 
 // overdueAfter is how long past its deadline a booking may still be

@@ -80,7 +80,7 @@ func runOne(ctx context.Context, cfg Config, p plan, say Progress) (Run, samples
 		err = sleep(runCtx, cfg.AllocationTimeout+3*time.Second)
 	}
 	if err == nil {
-		d.settle(runCtx)
+		d.settle(runCtx, func(format string, a ...any) { say("%s: "+format, append([]any{p.name}, a...)...) })
 	}
 	cancel()
 	wg.Wait()
