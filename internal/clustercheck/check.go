@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/apollo-platform/apollo/internal/redisroute"
 )
 
 // Options says which cluster to check and how Apollo reads from it.
@@ -198,6 +200,10 @@ func probe(ctx context.Context, opts Options, n *Node, all []Node) {
 	n.ProbeMs = float64(time.Since(start).Microseconds()) / 1000
 	n.Persistence = readPersistence(ctx, c)
 	n.Memory = readMemory(ctx, c)
+	if clk, err := redisroute.ReadClock(ctx, c, time.Now); err == nil {
+		clk.Addr = n.Addr
+		n.Clock = &clk
+	}
 	if n.Role != "replica" {
 		return
 	}

@@ -1,5 +1,7 @@
 package clustercheck
 
+import "github.com/apollo-platform/apollo/internal/redisroute"
+
 // Severity of a finding. The check's exit code is the highest one.
 type Severity int
 
@@ -43,7 +45,10 @@ type Node struct {
 	ProbeMs   float64  `json:"probe_ms,omitempty"` // a keyed read on the node's own slots
 	LinkUp    *bool    `json:"link_up,omitempty"`  // replicas: replication link
 	LagBytes  *int64   `json:"lag_bytes,omitempty"`
-	Error     string   `json:"error,omitempty"`
+	// Clock is the node's clock (TIME) against this machine's; nil when
+	// it could not be read.
+	Clock *redisroute.NodeClock `json:"clock,omitempty"`
+	Error string                `json:"error,omitempty"`
 
 	// CredentialsError is the node's refusal of Apollo's credentials
 	// (WRONGPASS, NOAUTH, NOPERM, ...); empty when they work or were not tried.

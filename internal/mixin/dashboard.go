@@ -115,6 +115,8 @@ func rows() []row {
 					{`max by (node) (increase(apollo_redis_node_evicted_keys{instance=~"$instance"}[$__rate_interval]))`, "evicted {{node}}"},
 					{`max by (node) (apollo_redis_node_may_evict{instance=~"$instance"})`, "may evict {{node}}"},
 				}},
+			{"Clock offset", "Each node's clock minus each instance's (TIME). Write deadlines are sent in the node's clock, but keys expire by it: beyond 0.5 s, fix NTP.", "s",
+				[]Query{{`max by (instance, node) (apollo_redis_node_clock_offset_seconds{instance=~"$instance"})`, "{{instance}} → {{node}}"}}},
 		}},
 		{"Bookings", []graph{
 			{"Bookings by outcome", "created, turned away by Spampede, allocated, unallocated (deadline passed), cancelled.", "ops",

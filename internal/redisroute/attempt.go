@@ -59,10 +59,10 @@ func (r *Router) send(ctx context.Context, a *attempt, cmds []Cmd) {
 			a.replies[k] = wire[2*k+1] // after its ASKING
 		}
 	}
-	var fence *redis.StatusCmd
+	var fence *redis.Cmd
 	if k := confirmedRead(a.idx, cmds, a.confirm); k >= 0 {
 		// After the reads, so that WAIT's offset covers what they saw.
-		fence = redis.NewStatusCmd(ctx, "set", r.fenceKey(Slot(cmds[k].Key)), "1")
+		fence = redis.NewCmd(ctx, "eval", fenceScript, 1, r.fenceKey(Slot(cmds[k].Key)))
 		asking()
 		wire = append(wire, fence)
 	}

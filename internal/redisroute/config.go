@@ -138,7 +138,8 @@ type Config struct {
 	MaxReplicaLag        time.Duration
 
 	// MemoryCheckInterval is how often every node is asked for INFO memory
-	// and INFO stats (memory.go): room, eviction policy, evicted keys.
+	// and INFO stats (memory.go): room, eviction policy, evicted keys; and
+	// for its clock (skew.go).
 	MemoryCheckInterval time.Duration
 
 	// MigrationGrace is how long reads go to primaries after a MOVED or ASK

@@ -60,26 +60,33 @@ func parseMemory(addr, info string) (m NodeMemory, ok bool) {
 // through its probe pool and bounded by ctx. Nodes that do not answer
 // (down, hung, or an ACL that denies INFO) are listed in unknown.
 func (r *Router) Memory(ctx context.Context) (known []NodeMemory, unknown []string) {
-	t := r.topo.Load()
-	out := make([]NodeMemory, len(t.nodes))
+	return askEveryNode(r.topo.Load(), func(n *node) (NodeMemory, bool) {
+		pipe := n.probe.Pipeline()
+		mem, stats := pipe.Info(ctx, "memory"), pipe.Info(ctx, "stats")
+		if _, err := pipe.Exec(ctx); err != nil {
+			return NodeMemory{}, false
+		}
+		return parseMemory(n.addr, mem.Val()+"\n"+stats.Val())
+	})
+}
+
+// askEveryNode asks every node of t at once and returns the answers of
+// those that gave one, and the addresses of those that did not.
+func askEveryNode[T any](t *topology, ask func(n *node) (T, bool)) (known []T, unknown []string) {
+	out := make([]T, len(t.nodes))
 	answered := make([]bool, len(t.nodes))
 	var wg sync.WaitGroup
 	for i, n := range t.nodes {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			pipe := n.probe.Pipeline()
-			mem, stats := pipe.Info(ctx, "memory"), pipe.Info(ctx, "stats")
-			if _, err := pipe.Exec(ctx); err != nil {
-				return
-			}
-			out[i], answered[i] = parseMemory(n.addr, mem.Val()+"\n"+stats.Val())
+			out[i], answered[i] = ask(n)
 		}()
 	}
 	wg.Wait()
-	for i, m := range out {
+	for i, v := range out {
 		if answered[i] {
-			known = append(known, m)
+			known = append(known, v)
 		} else {
 			unknown = append(unknown, t.nodes[i].addr)
 		}

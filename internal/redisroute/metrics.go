@@ -16,6 +16,7 @@ type metrics struct {
 	replicaBehind *prometheus.GaugeVec
 	// memory.go: each node's room, from INFO memory and INFO stats.
 	memoryUsed, memoryMax, memoryMayEvict, evictedKeys *prometheus.GaugeVec
+	clockOffset                                        *prometheus.GaugeVec
 	refreshes                                          *prometheus.CounterVec
 	refreshDeduped                                     prometheus.Counter
 	kept                                               prometheus.Counter // omitted.go
@@ -69,6 +70,9 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		evictedKeys: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "apollo_redis_node_evicted_keys", Help: "evicted_keys of each node (INFO stats): keys it deleted to make room since it started. Any increase may have lost bookings or reservations.",
 		}, []string{"node"}),
+		clockOffset: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "apollo_redis_node_clock_offset_seconds", Help: "Each node's clock (TIME) minus this instance's, at the last precise reading. Write deadlines are moved by it; Redis still expires keys by its own clock.",
+		}, []string{"node"}),
 		refreshes: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "apollo_redis_topology_refreshes_total", Help: "Topology refreshes, by reason and result.",
 		}, []string{"reason", "result"}),
@@ -104,7 +108,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	if reg == nil {
 		return m, nil
 	}
-	for _, c := range []prometheus.Collector{m.latency, m.nodeErrors, m.ejections, m.ejected, m.replicaBehind, m.memoryUsed, m.memoryMax, m.memoryMayEvict, m.evictedKeys, m.refreshes, m.refreshDeduped, m.kept, m.hedges, m.retries, m.fallbacks, m.commands, m.subscriptionsLost} {
+	for _, c := range []prometheus.Collector{m.latency, m.nodeErrors, m.ejections, m.ejected, m.replicaBehind, m.memoryUsed, m.memoryMax, m.memoryMayEvict, m.evictedKeys, m.clockOffset, m.refreshes, m.refreshDeduped, m.kept, m.hedges, m.retries, m.fallbacks, m.commands, m.subscriptionsLost} {
 		if err := reg.Register(c); err != nil {
 			return nil, errors.Join(errors.New("register redisroute metrics"), err)
 		}
@@ -131,7 +135,7 @@ func (m *metrics) forgetLeft(old, now *topology) {
 		if !in[n.addr] {
 			m.ejected.DeleteLabelValues(n.addr)
 			m.replicaBehind.DeleteLabelValues(n.addr)
-			for _, g := range []*prometheus.GaugeVec{m.memoryUsed, m.memoryMax, m.memoryMayEvict, m.evictedKeys} {
+			for _, g := range []*prometheus.GaugeVec{m.memoryUsed, m.memoryMax, m.memoryMayEvict, m.evictedKeys, m.clockOffset} {
 				g.DeleteLabelValues(n.addr)
 			}
 		}

@@ -34,7 +34,8 @@ type node struct {
 	// Why and when the node was last ejected; under the router's ejectMu.
 	ejectReason string
 	ejectedAt   time.Time
-	repl        atomic.Pointer[verdict] // the last replication check's finding
+	repl        atomic.Pointer[verdict]   // the last replication check's finding
+	clock       atomic.Pointer[NodeClock] // the last precise reading of its clock; see skew.go
 	m           nodeMetrics
 }
 

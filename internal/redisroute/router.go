@@ -107,8 +107,9 @@ func New(ctx context.Context, cfg Config, reg prometheus.Registerer, log *slog.L
 	r.wg.Add(1)
 	go r.refreshLoop()
 	if cfg.Policy != Legacy2019 {
-		r.wg.Add(5)
+		r.wg.Add(6)
 		go func() { r.checkMemory(); r.every(cfg.MemoryCheckInterval, r.checkMemory) }() // exported from the start
+		go func() { r.checkClocks(); r.every(cfg.MemoryCheckInterval, r.checkClocks) }()
 		go r.every(time.Second, r.checkSubscriptions)
 		go r.watchdogLoop()
 		go r.every(cfg.ProbeInterval, r.probeEjected)

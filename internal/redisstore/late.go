@@ -27,8 +27,13 @@ var ErrLate = errors.New("the write reached Redis after its deadline and was not
 // partition heals, runs whenever it arrives, seconds or minutes after the
 // answer. With it, a write answered "unavailable" either happened before
 // its deadline or never: a client that reads after the deadline sees the
-// outcome, and a checker can close the operation there. Redis's clock and
-// the caller's differ by their skew; on one machine, not at all.
+// outcome, and a checker can close the operation there. The deadline is
+// sent in the clock of the node it goes to: exec adds the offset the
+// router last measured for that node's clock (at its earliest, so never
+// later than the caller's), so a node whose clock is off does not stretch
+// the bound (behind) or refuse every write (ahead). What is left is the
+// skew between the caller's clock and Apollo's, and a clock that steps
+// between two readings.
 const lateGuard = `
 local deadline = tonumber(table.remove(ARGV, 1))
 if deadline < 0 then
@@ -53,14 +58,21 @@ const unfilledDeadline = int64(-1)
 // for (the router ends such a call at --redis-call-timeout).
 const undeadlinedWriteLimit = 30 * time.Second
 
-// notAfter is ctx's deadline in unix ms, or undeadlinedWriteLimit from now
-// if it has none: no guarded write goes out unbounded.
-func notAfter(ctx context.Context) int64 {
+// notAfter is ctx's deadline, or undeadlinedWriteLimit from now if it has
+// none: no guarded write goes out unbounded.
+func notAfter(ctx context.Context) time.Time {
 	d, ok := ctx.Deadline()
 	if !ok {
 		d = time.Now().Add(undeadlinedWriteLimit)
 	}
-	return d.UnixMilli()
+	return d
+}
+
+// deadlineArg is deadline moved by a node's clock offset, in that node's
+// unix ms, rounded down (never later than the caller's), and never 0 or
+// less, which the guard reads as no deadline or an unfilled one.
+func deadlineArg(deadline time.Time, offset time.Duration) int64 {
+	return max(deadline.Add(offset).UnixMilli(), 1)
 }
 
 // isLate reports a reply of lateGuard's.

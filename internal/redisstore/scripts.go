@@ -148,14 +148,14 @@ func (s script) cmdKeys(keys []string, args ...any) redisroute.Cmd {
 }
 
 // exec runs script commands (built with cmd) in one pipeline; a guarded
-// script's commands carry ctx's deadline. A NOSCRIPT reply means nothing
-// ran, so those commands are sent again with the source, which is safe
-// even for writes.
+// script's commands carry ctx's deadline, in the clock of the primary
+// each goes to. A NOSCRIPT reply means nothing ran, so those commands are
+// sent again with the source, which is safe even for writes.
 func (s script) exec(ctx context.Context, r router, cmds []redisroute.Cmd) redisroute.Results {
 	if s.guarded {
 		deadline := notAfter(ctx)
 		for _, c := range cmds {
-			c.Args[3+c.Args[2].(int)] = deadline
+			c.Args[3+c.Args[2].(int)] = deadlineArg(deadline, r.ClockOffset(c.Key))
 		}
 	}
 	res := r.Exec(ctx, cmds)

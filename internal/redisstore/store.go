@@ -17,6 +17,9 @@ import (
 // router is what the store needs from redisroute.
 type router interface {
 	Exec(ctx context.Context, cmds []redisroute.Cmd) redisroute.Results
+	// ClockOffset is how far ahead of this process's clock the clock of
+	// key's primary may be, at the earliest (see lateGuard).
+	ClockOffset(key string) time.Duration
 }
 
 // Config configures the driver store.

@@ -1,0 +1,147 @@
+package redisroute
+
+import (
+	"context"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// A guarded write carries its caller's deadline, and Redis compares it
+// with its own clock (the store's LATE guard, G6). A node whose clock is
+// behind this process's lets a write land after its caller was told it
+// might not have, by as much as the difference; a node ahead by more than
+// a request's deadline refuses every guarded write. Redis also expires
+// keys by its own clock. So the router reads every node's clock (TIME) in
+// the background, exports how far each is from this process's, and gives
+// the store the offset of a key's primary (ClockOffset), so that deadlines
+// are sent in the node's time.
+
+// NodeClock is what TIME round trips say about a node's clock.
+type NodeClock struct {
+	Addr string `json:"addr"`
+	// Offset is the node's clock minus this process's, taken at the middle
+	// of the round trip; the true offset lies within Offset ± Uncertainty
+	// (half the round trip: TIME was read somewhere inside it).
+	Offset      time.Duration `json:"offset_ns"`
+	Uncertainty time.Duration `json:"uncertainty_ns"`
+	// At is when it was read (this process's clock).
+	At time.Time `json:"at"`
+}
+
+// Earliest is the smallest offset the node's clock can have: a deadline
+// moved by it is never later, in the node's time, than the caller's.
+func (c NodeClock) Earliest() time.Duration { return c.Offset - c.Uncertainty }
+
+// Skewed reports whether the node's clock certainly differs from this
+// process's by more than bound.
+func (c NodeClock) Skewed(bound time.Duration) bool {
+	return c.Offset-c.Uncertainty > bound || c.Offset+c.Uncertainty < -bound
+}
+
+// clockSamples is how many TIME round trips one reading takes; the
+// shortest is kept, as NTP does, since it bounds the offset tightest.
+const clockSamples = 3
+
+// maxClockUncertainty: a reading whose best round trip took longer than
+// twice this (a busy node or machine) does not replace the node's last
+// one, unless the two cannot both be right (the clock stepped).
+const maxClockUncertainty = 100 * time.Millisecond
+
+// maxClockAge: a reading older than this (the node stopped answering
+// TIME, or only slowly) is not used to move deadlines: a clock may have
+// stepped since, and an unknown offset is taken as none.
+const maxClockAge = 30 * time.Second
+
+// clockCheckTimeout bounds one round of readings: a slower one is not
+// precise enough to use anyway.
+const clockCheckTimeout = time.Second
+
+// ClockSkewWarn is the offset beyond which a node's clock is logged and
+// flagged: deadlines are corrected for it, but keys still expire by the
+// node's clock and a failover to a node with another clock moves every
+// deadline on its shard until the next reading.
+const ClockSkewWarn = 500 * time.Millisecond
+
+// ReadClock measures the clock of c's node against now: clockSamples TIME
+// round trips, the shortest kept.
+func ReadClock(ctx context.Context, c *redis.Client, now func() time.Time) (NodeClock, error) {
+	best := NodeClock{Uncertainty: -1}
+	for range clockSamples {
+		t0 := now()
+		at, err := c.Time(ctx).Result()
+		if err != nil {
+			return NodeClock{}, err
+		}
+		t1 := now()
+		half := t1.Sub(t0) / 2
+		if best.Uncertainty < 0 || half < best.Uncertainty {
+			// at carries no monotonic reading: this is wall clock against wall clock.
+			best = NodeClock{Offset: at.Sub(t0.Add(half)), Uncertainty: half, At: t1}
+		}
+	}
+	return best, nil
+}
+
+// replaces reports whether reading c replaces last: a precise one always; an
+// imprecise one only when it contradicts last (their ranges do not meet:
+// the clock stepped), since an imprecise range still holds the truth.
+func (c NodeClock) replaces(last *NodeClock) bool {
+	return c.Uncertainty <= maxClockUncertainty || last == nil ||
+		c.Offset+c.Uncertainty < last.Offset-last.Uncertainty || c.Offset-c.Uncertainty > last.Offset+last.Uncertainty
+}
+
+// Clocks reads every node's clock now, each through its probe pool and
+// bounded by ctx, against this process's wall clock (the one deadlines
+// are set by). Nodes that do not answer are listed in unknown.
+func (r *Router) Clocks(ctx context.Context) (known []NodeClock, unknown []string) {
+	return askEveryNode(r.topo.Load(), func(n *node) (NodeClock, bool) {
+		c, err := ReadClock(ctx, n.probe, time.Now)
+		c.Addr = n.addr
+		return c, err == nil
+	})
+}
+
+// checkClocks reads every node's clock, keeps each reading that may move
+// deadlines (see replaces), exports the offsets, and logs a node whose
+// clock becomes, or stops being, skewed.
+func (r *Router) checkClocks() {
+	ctx, cancel := context.WithTimeout(context.Background(), clockCheckTimeout)
+	defer cancel()
+	known, _ := r.Clocks(ctx)
+	in := map[string]*node{}
+	for _, n := range r.topo.Load().nodes {
+		in[n.addr] = n
+	}
+	for _, c := range known {
+		n := in[c.Addr]
+		if n == nil || !c.replaces(n.clock.Load()) {
+			continue
+		}
+		last := n.clock.Swap(&c)
+		r.m.clockOffset.WithLabelValues(c.Addr).Set(c.Offset.Seconds())
+		switch was := last != nil && last.Skewed(ClockSkewWarn); {
+		case c.Skewed(ClockSkewWarn) && !was:
+			r.log.Error("redis node's clock differs from this instance's: write deadlines are moved by the difference, but the node expires keys by its clock; check NTP on both hosts",
+				"node", c.Addr, "offset", c.Offset, "uncertainty", c.Uncertainty)
+		case !c.Skewed(ClockSkewWarn) && was:
+			r.log.Info("redis node's clock agrees with this instance's again", "node", c.Addr, "offset", c.Offset)
+		}
+	}
+}
+
+// ClockOffset is how far the clock of the primary serving key's slot may
+// be ahead of this process's, at the earliest (NodeClock.Earliest): add it
+// to a deadline sent for Redis to compare with its clock. 0 (no move, as
+// if the clocks agreed) while that node's clock has not been read, or not
+// for maxClockAge.
+func (r *Router) ClockOffset(key string) time.Duration {
+	s := r.topo.Load().slots[Slot(key)]
+	if s == nil || s.primary == nil {
+		return 0
+	}
+	if c := s.primary.clock.Load(); c != nil && time.Since(c.At) <= maxClockAge {
+		return c.Earliest()
+	}
+	return 0
+}

@@ -1,0 +1,178 @@
+package redisroute
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/redis/go-redis/v9"
+)
+
+// timeReply is TIME's answer for t: seconds and microseconds, as bulk strings.
+func timeReply(t time.Time) string {
+	sec, usec := strconv.FormatInt(t.Unix(), 10), strconv.Itoa(t.Nanosecond()/1000)
+	return fmt.Sprintf("*2\r\n$%d\r\n%s\r\n$%d\r\n%s", len(sec), sec, len(usec), usec)
+}
+
+// A node whose clock is ahead or behind is read as such: each TIME round
+// trip bounds the node's clock to the middle of the trip ± half of it, and
+// the tightest of the trips is the reading kept. This process's clock and
+// the node's are scripted, so nothing here depends on how fast this
+// machine is.
+func TestANodesClockIsReadFromItsTightestRoundTrip(t *testing.T) {
+	base := time.Unix(1_800_000_000, 0)
+	ms := func(n int) time.Duration { return time.Duration(n) * time.Millisecond }
+	// Per round trip: sent at, answered at (this process's clock), and
+	// where in between the node read its clock.
+	trips := []struct{ sent, answered, read time.Duration }{
+		{0, ms(100), ms(80)},        // slow: the node read its clock late in it
+		{ms(200), ms(210), ms(204)}, // the tightest
+		{ms(300), ms(340), ms(320)},
+	}
+	for _, skew := range []time.Duration{0, 7 * time.Second, -90 * time.Second} {
+		t.Run(skew.String(), func(t *testing.T) {
+			var replies atomic.Int32
+			f := startFakeRESP(t, func(cmd []string) string {
+				if !strings.EqualFold(cmd[0], "time") {
+					return "-ERR unknown command"
+				}
+				trip := trips[replies.Add(1)-1]
+				return timeReply(base.Add(trip.read + skew))
+			})
+			var readings []time.Time
+			for _, trip := range trips {
+				readings = append(readings, base.Add(trip.sent), base.Add(trip.answered))
+			}
+			now := func() time.Time { r := readings[0]; readings = readings[1:]; return r }
+			c := redis.NewClient(&redis.Options{Addr: f.addr(), Protocol: 2, DisableIdentity: true, MaxRetries: -1})
+			defer c.Close()
+			got, err := ReadClock(context.Background(), c, now)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// The second trip: middle at 205 ms, the node read 204 ms.
+			want := NodeClock{Offset: skew - ms(1), Uncertainty: ms(5), At: base.Add(ms(210))}
+			if got != want || len(readings) != 0 {
+				t.Errorf("read %+v (%d clock readings left), want %+v", got, len(readings), want)
+			}
+			if e := got.Earliest(); e > skew {
+				t.Errorf("earliest %v is later than the node's clock %v: a deadline moved by it could be late", e, skew)
+			}
+		})
+	}
+}
+
+func TestAClockIsSkewedOnlyWhenItsUncertaintyCannotExplainTheOffset(t *testing.T) {
+	for _, tc := range []struct {
+		offset, uncertainty time.Duration
+		want                bool
+	}{
+		{0, time.Millisecond, false},
+		{600 * time.Millisecond, time.Millisecond, true},
+		{-600 * time.Millisecond, time.Millisecond, true},
+		{600 * time.Millisecond, 200 * time.Millisecond, false},
+		{-600 * time.Millisecond, 200 * time.Millisecond, false},
+		{ClockSkewWarn, 0, false},
+	} {
+		c := NodeClock{Offset: tc.offset, Uncertainty: tc.uncertainty}
+		if got := c.Skewed(ClockSkewWarn); got != tc.want {
+			t.Errorf("%v ± %v: skewed %v, want %v", tc.offset, tc.uncertainty, got, tc.want)
+		}
+	}
+}
+
+// The whole path, with a primary on a host whose clock is off: the
+// background check reads it, exports it, logs it, and the primary's keys
+// get its offset (never more); a step back is taken at the next reading,
+// a slow reading that agrees with the last one does not replace it, one
+// that contradicts it does, and an old reading is not used.
+func TestAPrimarysClockOffsetReachesItsKeys(t *testing.T) {
+	var skew atomic.Int64 // ns the primary's clock is ahead
+	var slow atomic.Bool
+	var refuse atomic.Bool
+	serve := func(skewed bool) func([]string) string {
+		return func(cmd []string) string {
+			switch strings.ToUpper(cmd[0]) {
+			case "TIME":
+			case "HELLO":
+				return "-ERR unknown command 'HELLO'"
+			default:
+				return "+OK"
+			}
+			if !skewed {
+				return timeReply(time.Now())
+			}
+			if refuse.Load() {
+				return "-ERR TIME refused"
+			}
+			if slow.Load() {
+				time.Sleep(300 * time.Millisecond) // a round trip too long to be precise
+			}
+			return timeReply(time.Now().Add(time.Duration(skew.Load())))
+		}
+	}
+	pf, rf := startFakeRESP(t, serve(true)), startFakeRESP(t, serve(false))
+	p, rep := pf.addr(), rf.addr()
+	c := newFakeCluster(t, [][]*fakeNode{{newFakeNode(p, answer(p, 1)), newFakeNode(rep, answer(rep, 1))}})
+	probeFakes(t, c)
+	var logs bytes.Buffer
+	c.r.log = slog.New(slog.NewTextHandler(&logs, nil))
+	key := c.key(0)
+	// A key's offset is its primary's earliest: at most its clock's lead,
+	// and less by at most a round trip (a check gives up after 1 s).
+	within := func(step string, lead time.Duration) {
+		t.Helper()
+		if off := c.r.ClockOffset(key); off > lead || off < lead-clockCheckTimeout {
+			t.Errorf("%s: ClockOffset = %v, want in [%v, %v]", step, off, lead-clockCheckTimeout, lead)
+		}
+	}
+
+	skew.Store(int64(7 * time.Second))
+	c.r.checkClocks()
+	within("7 s ahead", 7*time.Second)
+	if g := testutil.ToFloat64(c.r.m.clockOffset.WithLabelValues(p)); g < 6 || g > 8 {
+		t.Errorf("exported offset %v s, want about 7", g)
+	}
+	if !strings.Contains(logs.String(), `msg="redis node's clock differs from this instance's`) || !strings.Contains(logs.String(), "node="+p) {
+		t.Errorf("no line names the skewed primary:\n%s", logs.String())
+	}
+	if strings.Contains(logs.String(), "node="+rep) {
+		t.Errorf("the replica, on this clock, was logged:\n%s", logs.String())
+	}
+
+	logs.Reset()
+	skew.Store(0)
+	c.r.checkClocks()
+	within("stepped back", 0)
+	if !strings.Contains(logs.String(), "agrees with this instance's again") {
+		t.Errorf("no line says the clock agrees again:\n%s", logs.String())
+	}
+
+	kept := c.nodes[p].clock.Load()
+	slow.Store(true)
+	c.r.checkClocks()
+	if now := c.nodes[p].clock.Load(); now != kept {
+		t.Errorf("a slow reading that agrees replaced a precise one: %+v → %+v", kept, now)
+	}
+	skew.Store(int64(-5 * time.Second))
+	c.r.checkClocks()
+	within("stepped 5 s back, read slowly", -5*time.Second)
+	slow.Store(false)
+
+	refuse.Store(true)
+	c.r.checkClocks()
+	within("TIME refused: the last reading stands", -5*time.Second)
+	old := *c.nodes[p].clock.Load()
+	old.At = time.Now().Add(-maxClockAge - time.Second)
+	c.nodes[p].clock.Store(&old)
+	if off := c.r.ClockOffset(key); off != 0 {
+		t.Errorf("a reading %v old moves deadlines by %v, want not used", maxClockAge+time.Second, off)
+	}
+}

@@ -1,0 +1,57 @@
+package redisroute_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/apollo-platform/apollo/internal/localcluster"
+	"github.com/apollo-platform/apollo/internal/localcluster/clustertest"
+	"github.com/apollo-platform/apollo/internal/redisroute"
+)
+
+// Every node's clock is read and exported, and a key's offset is its
+// primary's, never later than the node's clock can be. On one machine the
+// clocks are one clock, so each reading is 0 within its uncertainty: what
+// this shows is that the reading brackets the truth, whatever the
+// machine's load. (A node with another clock is pinned with a scripted
+// TIME in TestANodesClockIsReadFromItsTightestRoundTrip: Debian's
+// redis-server, built with jemalloc, cannot run under libfaketime.)
+func TestEveryNodesClockIsReadAndBracketsTheTruth(t *testing.T) {
+	c := clustertest.Start(t, func(cfg *localcluster.Config) { cfg.Primaries, cfg.Replicas = 2, 1 })
+	reg := prometheus.NewRegistry()
+	r := newRouterOn(t, c, reg, func(cfg *redisroute.Config) { cfg.MemoryCheckInterval = 50 * time.Millisecond })
+	ctx := ctxFor(t, 30*time.Second)
+
+	known, unknown := r.Clocks(ctx)
+	if len(known) != 4 || len(unknown) != 0 {
+		t.Fatalf("clocks of a 2 × 1 cluster: %+v, not answered: %v", known, unknown)
+	}
+	for _, k := range known {
+		if k.Offset > k.Uncertainty+time.Millisecond || k.Offset < -k.Uncertainty-time.Millisecond {
+			t.Errorf("%s: offset %v ± %v, but the node shares this process's clock", k.Addr, k.Offset, k.Uncertainty)
+		}
+		if k.Skewed(redisroute.ClockSkewWarn) {
+			t.Errorf("%s: %+v reads as skewed", k.Addr, k)
+		}
+		waitMetric(t, reg, "apollo_redis_node_clock_offset_seconds", k.Addr, func(v float64) bool { return true })
+	}
+	// The background readings reach every key's primary: a key's offset
+	// is its primary's earliest, which on a shared clock is below 0 (TIME
+	// was read before the reply arrived) by at most a round trip, and a
+	// round trip of the check is bounded at 1 s.
+	deadline := time.Now().Add(10 * time.Second)
+	for i := 0; i < 100; {
+		key := "k" + string(rune('a'+i%26)) + string(rune('a'+i/26))
+		off := r.ClockOffset(key)
+		if off == 0 && time.Now().Before(deadline) {
+			time.Sleep(20 * time.Millisecond) // not read yet
+			continue
+		}
+		if off >= 0 || off < -time.Second {
+			t.Errorf("ClockOffset(%q) = %v, want the earliest offset of a clock shared with this process: in [-1s, 0)", key, off)
+		}
+		i++
+	}
+}
