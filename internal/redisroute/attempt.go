@@ -62,7 +62,7 @@ func (r *Router) send(ctx context.Context, a *attempt, cmds []Cmd) {
 	var fence *redis.Cmd
 	if k := confirmedRead(a.idx, cmds, a.confirm); k >= 0 {
 		// After the reads, so that WAIT's offset covers what they saw.
-		fence = redis.NewCmd(ctx, "eval", fenceScript, 1, r.fenceKey(Slot(cmds[k].Key)))
+		fence = newFence(ctx, a.node, r.fenceKey(Slot(cmds[k].Key)))
 		asking()
 		wire = append(wire, fence)
 	}
@@ -86,6 +86,7 @@ func (r *Router) send(ctx context.Context, a *attempt, cmds []Cmd) {
 	if fence != nil {
 		a.fenceErr = fence.Err()
 	}
+	noteFull(a.node, wire)
 	end := r.clock.Now()
 	a.rtt = end.Sub(start)
 	cl := classify(batchErr(err, a.replies))

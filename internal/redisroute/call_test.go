@@ -286,15 +286,11 @@ func recordWire(addr string, acks int64, fenceErr error, wire *[]string) func(in
 	ok := answer(addr, acks)
 	return func(call int, cmds []redis.Cmder) error {
 		for _, c := range cmds {
-			first := c.Args()[1]
-			if c.Name() == "eval" {
-				first = c.Args()[3] // the fence script's key, not its source
-			}
-			*wire = append(*wire, fmt.Sprint(c.Args()[0], " ", first))
+			*wire = append(*wire, fmt.Sprint(c.Args()[0], " ", c.Args()[1]))
 		}
 		err := ok(call, cmds)
 		for _, c := range cmds {
-			if c.Name() == "eval" && fenceErr != nil {
+			if c.Name() == "set" && fenceErr != nil {
 				c.SetErr(fenceErr)
 			}
 		}
@@ -313,10 +309,10 @@ func TestAConfirmedReadIsFencedAndConfirmedByAReplica(t *testing.T) {
 	if r.Err != nil || r.Val != "GET@p:1" {
 		t.Fatalf("got %+v, want the primary's answer", r)
 	}
-	if len(wire) != 3 || wire[0] != "GET "+key || !strings.HasPrefix(wire[1], "eval apollo:fence:{") || !strings.HasPrefix(wire[2], "wait 1") {
+	if len(wire) != 3 || wire[0] != "GET "+key || !strings.HasPrefix(wire[1], "set apollo:fence:{") || !strings.HasPrefix(wire[2], "wait 1") {
 		t.Fatalf("sent %q, want the read, a fence write, then WAIT 1", wire)
 	}
-	if fence := strings.TrimPrefix(wire[1], "eval "); Slot(fence) != Slot(key) {
+	if fence := strings.TrimPrefix(wire[1], "set "); Slot(fence) != Slot(key) {
 		t.Errorf("fence %s is in slot %d, the read's key in %d", fence, Slot(fence), Slot(key))
 	}
 }
@@ -576,7 +572,7 @@ func TestAConfirmedReadShortOfAcksMarksItsPrimary(t *testing.T) {
 	wire = nil
 	c.r.migratingUntil.Store(c.clock.Now().Add(time.Hour).UnixNano()) // plain reads go to primaries
 	c.r.Exec(longCtx(t), []Cmd{Read("GET", key)})
-	if len(wire) != 3 || !strings.HasPrefix(wire[1], "eval apollo:fence:{") {
+	if len(wire) != 3 || !strings.HasPrefix(wire[1], "set apollo:fence:{") {
 		t.Errorf("sent %q to the primary for a plain read after it, want the read, its fence and WAIT", wire)
 	}
 }

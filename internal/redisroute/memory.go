@@ -102,13 +102,17 @@ func (r *Router) checkMemory() {
 	ctx, cancel := context.WithTimeout(context.Background(), r.cfg.MemoryCheckInterval)
 	defer cancel()
 	known, _ := r.Memory(ctx)
-	in := map[string]bool{}
+	in := map[string]*node{}
 	for _, n := range r.topo.Load().nodes {
-		in[n.addr] = true
+		in[n.addr] = n
 	}
 	for _, m := range known {
-		if !in[m.Addr] {
+		n := in[m.Addr]
+		if n == nil {
 			continue
+		}
+		if m.Max == 0 || m.Used < m.Max {
+			n.full.Store(false) // room again: fences are plain SETs (fence.go)
 		}
 		r.m.memoryUsed.WithLabelValues(m.Addr).Set(float64(m.Used))
 		r.m.memoryMax.WithLabelValues(m.Addr).Set(float64(m.Max))
@@ -122,7 +126,7 @@ func (r *Router) checkMemory() {
 	}
 	r.memMu.Lock()
 	for addr := range r.memLast {
-		if !in[addr] {
+		if in[addr] == nil {
 			delete(r.memLast, addr)
 		}
 	}
