@@ -10,8 +10,13 @@ import (
 )
 
 // bookingLife is what the workers do to a booking (see BookingModel).
+// Searching → searching is a driver's decline finding the booking already
+// searching: it writes the booking anyway, one version, so that an
+// allocation naming that driver, in flight, fails its compare-and-set
+// (booking.Service.follow). A decline whose driver write then fails is
+// sent again by the driver's app, and writes it again.
 var bookingLife = newLifecycle(map[string][]move{
-	string(booking.Searching): {{to: string(booking.Allocated), ref: refAny}, {to: string(booking.Unallocated), ref: refClear}},
+	string(booking.Searching): {{to: string(booking.Allocated), ref: refAny}, {to: string(booking.Unallocated), ref: refClear}, {to: string(booking.Searching), ref: refClear}},
 	string(booking.Allocated): {{to: string(booking.Accepted), ref: refKeep}, {to: string(booking.Searching), ref: refClear}},
 })
 
@@ -116,7 +121,7 @@ func bookingStep(state, input, _ any) []any {
 // it; Apollo's workers move it between their operations, as
 // booking.transition allows, one version per move:
 //
-//	searching → allocated (some driver) | unallocated
+//	searching → allocated (some driver) | unallocated | searching (a decline's write)
 //	allocated → accepted (same driver)  | searching
 //
 // and one more move out of the state machine: a create no replica

@@ -51,6 +51,18 @@ func TestBookingLifecycle(t *testing.T) {
 			cancelRefused(b, 2, 3),
 			readBooking(b, 4, 5, bk("accepted", "d1", 3)),
 		), ok},
+		// verify's primary-full run: a decline's booking write went
+		// through, its driver write did not (the driver's primary was
+		// full), and each decline the driver's app sent again wrote the
+		// booking, already searching, once more.
+		{"a decline writes a booking that is already searching", history(
+			create(b, 0, 1, bk("searching", "", 1)),
+			readBooking(b, 2, 3, bk("allocated", "d1", 2)),
+			readBooking(b, 4, 5, bk("searching", "", 3)),
+			readBooking(b, 6, 7, bk("searching", "", 4)),
+			readBooking(b, 8, 9, bk("searching", "", 5)),
+			readBooking(b, 10, 11, bk("unallocated", "", 6)),
+		), ok},
 		{"a create refused is never seen", history(
 			createRefused(b, 0, 1),
 			readBookingAbsent(b, 2, 3),
@@ -85,9 +97,13 @@ func TestBookingLifecycle(t *testing.T) {
 			readBooking(b, 2, 3, bk("allocated", "d1", 2)),
 			readBooking(b, 4, 5, bk("accepted", "d2", 3)),
 		), broken},
-		{"unallocated two versions after searching (no such path)", history(
+		{"accepted one version after searching (allocated skipped)", history(
 			create(b, 0, 1, bk("searching", "", 1)),
-			readBooking(b, 2, 3, bk("unallocated", "", 3)),
+			readBooking(b, 2, 3, bk("accepted", "d1", 2)),
+		), broken},
+		{"unallocated at the create's own version (no move made it)", history(
+			create(b, 0, 1, bk("searching", "", 1)),
+			readBooking(b, 2, 3, bk("unallocated", "", 1)),
 		), broken},
 		{"cancelled with no cancel sent", history(
 			create(b, 0, 1, bk("searching", "", 1)),
