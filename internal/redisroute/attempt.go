@@ -86,7 +86,6 @@ func (r *Router) send(ctx context.Context, a *attempt, cmds []Cmd) {
 	if fence != nil {
 		a.fenceErr = fence.Err()
 	}
-	noteFull(a.node, wire)
 	end := r.clock.Now()
 	a.rtt = end.Sub(start)
 	cl := classify(batchErr(err, a.replies))

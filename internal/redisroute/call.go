@@ -571,6 +571,9 @@ func (c *call) rearm(a *attempt, d time.Duration) {
 func (c *call) onDone(a *attempt) {
 	a.done = true
 	c.live = removeAttempt(c.live, a)
+	if IsOutOfMemory(a.fenceErr) {
+		a.node.full.Store(true) // its fences are scripts from now on (fence.go)
+	}
 	var retryNow []int
 	redirects := map[string][]int{}
 	asks := map[string][]int{}
@@ -629,6 +632,9 @@ func (c *call) onDone(a *attempt) {
 			}
 			c.finish(i, res)
 		case classReply:
+			if IsOutOfMemory(err) {
+				a.node.full.Store(true) // its fences are scripts from now on (fence.go)
+			}
 			c.finish(i, Result{Err: st.lastErr, Node: a.node.addr, Via: a.via})
 		case classMoved, classAsk:
 			addr, _ := redis.IsMovedError(err)

@@ -89,6 +89,13 @@ func classify(err error) class {
 	return classUnanswered
 }
 
+// IsOutOfMemory reports a node's OOM refusal: at its maxmemory, it refused
+// a write before the command (or a script's first write) ran.
+func IsOutOfMemory(err error) bool {
+	var rerr redis.Error
+	return errors.As(err, &rerr) && strings.HasPrefix(rerr.Error(), "OOM ")
+}
+
 // isRefusal reports the Redis errors of a node that will not serve this
 // client: a password or ACL user it does not know (a rotation half done, a
 // replaced node without the ACL user), a user without the rights Apollo

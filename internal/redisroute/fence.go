@@ -3,7 +3,6 @@ package redisroute
 import (
 	"context"
 	"strconv"
-	"strings"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -48,19 +47,4 @@ func newFence(ctx context.Context, n *node, key string) *redis.Cmd {
 		return redis.NewCmd(ctx, "eval", fenceScript, 1, key)
 	}
 	return redis.NewCmd(ctx, "set", key, "1")
-}
-
-// noteFull marks n full when any reply on the wire (a write's or the
-// fence's) is an OOM refusal; the memory check clears the mark once the
-// node has room again (checkMemory).
-func noteFull(n *node, wire []redis.Cmder) {
-	if n.full.Load() {
-		return
-	}
-	for _, c := range wire {
-		if err := c.Err(); err != nil && strings.HasPrefix(err.Error(), "OOM ") {
-			n.full.Store(true)
-			return
-		}
-	}
 }

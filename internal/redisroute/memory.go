@@ -102,10 +102,7 @@ func (r *Router) checkMemory() {
 	ctx, cancel := context.WithTimeout(context.Background(), r.cfg.MemoryCheckInterval)
 	defer cancel()
 	known, _ := r.Memory(ctx)
-	in := map[string]*node{}
-	for _, n := range r.topo.Load().nodes {
-		in[n.addr] = n
-	}
+	in := r.topo.Load().byAddr()
 	for _, m := range known {
 		n := in[m.Addr]
 		if n == nil {

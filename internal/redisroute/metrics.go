@@ -127,12 +127,9 @@ func (m *metrics) forNode(addr string) nodeMetrics {
 // SLOTS): an ejected node that left would otherwise read ejected until the
 // process restarts, and its alert never resolve.
 func (m *metrics) forgetLeft(old, now *topology) {
-	in := map[string]bool{}
-	for _, n := range now.nodes {
-		in[n.addr] = true
-	}
+	in := now.byAddr()
 	for _, n := range old.nodes {
-		if !in[n.addr] {
+		if in[n.addr] == nil {
 			m.ejected.DeleteLabelValues(n.addr)
 			m.replicaBehind.DeleteLabelValues(n.addr)
 			for _, g := range []*prometheus.GaugeVec{m.memoryUsed, m.memoryMax, m.memoryMayEvict, m.evictedKeys, m.clockOffset} {

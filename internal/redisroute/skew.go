@@ -59,8 +59,7 @@ const clockCheckTimeout = time.Second
 
 // ClockSkewWarn is the offset beyond which a node's clock is logged and
 // flagged: deadlines are corrected for it, but keys still expire by the
-// node's clock and a failover to a node with another clock moves every
-// deadline on its shard until the next reading.
+// node's clock.
 const ClockSkewWarn = 500 * time.Millisecond
 
 // ReadClock measures the clock of c's node against now: clockSamples TIME
@@ -109,10 +108,7 @@ func (r *Router) checkClocks() {
 	ctx, cancel := context.WithTimeout(context.Background(), clockCheckTimeout)
 	defer cancel()
 	known, _ := r.Clocks(ctx)
-	in := map[string]*node{}
-	for _, n := range r.topo.Load().nodes {
-		in[n.addr] = n
-	}
+	in := r.topo.Load().byAddr()
 	for _, c := range known {
 		n := in[c.Addr]
 		if n == nil || !c.replaces(n.clock.Load()) {

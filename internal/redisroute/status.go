@@ -116,23 +116,20 @@ func (r *Router) Status() Status {
 // noteDeparted records the nodes of old that are not in now, and forgets
 // the ones that are back.
 func (r *Router) noteDeparted(old, now *topology) {
-	in := map[string]bool{}
-	for _, n := range now.nodes {
-		in[n.addr] = true
-	}
+	in := now.byAddr()
 	r.departedMu.Lock()
 	defer r.departedMu.Unlock()
 	if r.departed == nil {
 		r.departed = map[string]departed{}
 	}
 	for addr, d := range r.departed {
-		if in[addr] || now.at.Sub(d.since) > DepartedFor {
+		if in[addr] != nil || now.at.Sub(d.since) > DepartedFor {
 			delete(r.departed, addr)
 		}
 	}
 	for i, s := range old.shards {
 		for k, n := range s.nodes() {
-			if in[n.addr] {
+			if in[n.addr] != nil {
 				continue
 			}
 			if _, known := r.departed[n.addr]; known {

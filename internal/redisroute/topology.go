@@ -43,6 +43,15 @@ type topology struct {
 	at     time.Time      // when the slot map was fetched
 }
 
+// byAddr is t's nodes by address.
+func (t *topology) byAddr() map[string]*node {
+	m := make(map[string]*node, len(t.nodes))
+	for _, n := range t.nodes {
+		m[n.addr] = n
+	}
+	return m
+}
+
 // String lists the shards as "primary>replica,replica; ...", marking ejected nodes with "!".
 func (t *topology) String() string {
 	var b strings.Builder

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -127,7 +126,7 @@ func storeErr(err error) error {
 	switch {
 	case reply && isLate(rerr):
 		return fmt.Errorf("%w: %w", ErrUnavailable, ErrLate)
-	case reply && strings.HasPrefix(rerr.Error(), "OOM "):
+	case redisroute.IsOutOfMemory(err):
 		// Raised before the command, or before a script's first write,
 		// ran: Redis lets a script that has written go on, so a script is
 		// refused whole or not at all.
