@@ -311,7 +311,15 @@ func (s *Service) tryAllocate(ctx context.Context, b Booking) (Booking, error) {
 		return b, err
 	}
 	next.DriverID, next.ReservedUntil, next.AllocatedAt, next.DueAt = driverID, until, now, until
-	if err := s.store.Update(ctx, b, next); err != nil {
+	// The booking may name the driver only while the reservation holds:
+	// once it has lapsed the sweep may free the driver for another
+	// booking, and an update landing after that (an instance paused in
+	// between, a hung primary holding it) would have two bookings name
+	// one driver. The store's deadline guard makes it land by then or
+	// never, whatever the caller's own deadline.
+	uctx, cancel := context.WithTimeout(ctx, until.Sub(s.now()))
+	defer cancel()
+	if err := s.store.Update(uctx, b, next); err != nil {
 		// Only a compare-and-set that failed proves the booking does not
 		// name the driver: then the reservation is released now. After any
 		// other failure the update may have been applied, and releasing

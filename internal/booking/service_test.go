@@ -42,9 +42,10 @@ type memStore struct {
 	due map[string]time.Time // the open index: open bookings by due time
 
 	unconfirmed bool // Create stores, then reports ErrUnconfirmed
-	// withdrawDeadline is the last Withdraw's context deadline (zero: none).
-	withdrawDeadline time.Time
-	failGet          map[string]bool // Get of these fails, as an unreadable record would
+	// withdrawDeadline and updateDeadline are the last Withdraw's and
+	// Update's context deadlines (zero: none).
+	withdrawDeadline, updateDeadline time.Time
+	failGet                          map[string]bool // Get of these fails, as an unreadable record would
 }
 
 func newMemStore() *memStore {
@@ -85,9 +86,10 @@ func (m *memStore) Exists(_ context.Context, id string) (bool, error) {
 	return ok, nil
 }
 
-func (m *memStore) Update(_ context.Context, old, next Booking) error {
+func (m *memStore) Update(ctx context.Context, old, next Booking) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	m.updateDeadline, _ = ctx.Deadline()
 	if m.bks[old.ID].Version != old.Version {
 		return ErrConflict
 	}
@@ -175,6 +177,7 @@ type fakeFleet struct {
 	drivers  map[string]driver.Driver
 	released []string
 	calls    int
+	ttl      time.Duration // a reservation's length; 0: 15 s
 }
 
 func (f *fakeFleet) Allocate(_ context.Context, bookingID string, _ string, _ driver.Location, now time.Time) (string, time.Time, error) {
@@ -186,7 +189,11 @@ func (f *fakeFleet) Allocate(_ context.Context, bookingID string, _ string, _ dr
 	}
 	id := f.free[0]
 	f.free = f.free[1:]
-	until := now.Add(15 * time.Second)
+	ttl := f.ttl
+	if ttl == 0 {
+		ttl = 15 * time.Second
+	}
+	until := now.Add(ttl)
 	f.drivers[id] = driver.Driver{ID: id, Status: driver.StatusReserved, BookingID: bookingID, ReservedUntil: until, Version: f.drivers[id].Version + 1}
 	return id, until, nil
 }
@@ -830,5 +837,34 @@ func TestATripStartsOnlyOnceItsBookingIsAccepted(t *testing.T) {
 	}
 	if got, _ := r.svc.Get(ctx, b.ID); got.Status != Accepted || got.DriverID != "d1" {
 		t.Fatalf("booking = %s with %q, want accepted with d1", got.Status, got.DriverID)
+	}
+}
+
+// A booking names its driver only while the reservation holds (G2): the
+// update that records an allocation must land before the reservation ends
+// or never. Bounded only by the caller's deadline (a worker's is the claim
+// hold, 10 s), an instance paused between reserving and recording could
+// land it after the sweep had freed the driver for a second booking,
+// whenever reservations are shorter than that deadline.
+func TestAnAllocationIsRecordedBeforeItsReservationEndsOrNever(t *testing.T) {
+	for _, ttl := range []time.Duration{2 * time.Second, time.Hour} {
+		t.Run(ttl.String(), func(t *testing.T) {
+			r := newRig(t, "d1")
+			r.fleet.ttl = ttl
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			callerDeadline, _ := ctx.Deadline()
+			b, err := r.svc.Create(ctx, req("k1"))
+			if err != nil || b.Status != Allocated {
+				t.Fatalf("Create = %+v, %v; want allocated", b, err)
+			}
+			got := r.store.updateDeadline
+			if want := time.Now().Add(ttl); ttl < time.Minute && (got.IsZero() || got.After(want)) {
+				t.Errorf("the allocation's update ran to %v, after the reservation's end (at the latest %v)", got, want)
+			}
+			if ttl > time.Minute && !got.Equal(callerDeadline) {
+				t.Errorf("the allocation's update ran to %v, want the caller's earlier deadline %v", got, callerDeadline)
+			}
+		})
 	}
 }
