@@ -82,7 +82,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, opts ...Option) (*Ap
 		return nil, err
 	}
 	handler, err := httpapi.New(cfg.API, httpapi.Deps{Drivers: a.DriverAPI(), Bookings: a.bookings,
-		Rules: cfg.Rules, Now: time.Now, Log: log.With("component", "http"), Registerer: a.reg, Stopping: a.stopping})
+		Rules: cfg.Rules, Now: a.router.Now, Log: log.With("component", "http"), Registerer: a.reg, Stopping: a.stopping})
 	if err != nil {
 		a.router.Close()
 		return nil, err
@@ -109,7 +109,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, opts ...Option) (*Ap
 		return nil, err
 	}
 	deps := httpapi.AdminDeps{Gatherer: prometheus.Gatherers{a.reg, readyReg}, Ready: a.ready, Draining: a.draining.Load, Log: log,
-		Spampede: a.rules, Now: time.Now, Token: cfg.AdminToken, Cmdline: cfg.Cmdline, Console: a.console.Handler()}
+		Spampede: a.rules, Now: a.router.Now, Token: cfg.AdminToken, Cmdline: cfg.Cmdline, Console: a.console.Handler()}
 	a.api = &http.Server{Handler: handler, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second,
 		WriteTimeout: 40 * time.Second, IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10}
 	a.admin = &http.Server{Handler: httpapi.NewAdmin(deps), ReadHeaderTimeout: 5 * time.Second, IdleTimeout: time.Minute}
@@ -173,7 +173,7 @@ func (a *App) wireBookings(ctx context.Context, cfg Config, log *slog.Logger, o 
 		return err
 	}
 	a.bookings, err = booking.NewService(cfg.Booking, o.admitter(a.filter), o.allocator(alloc), store,
-		reserver{a.drivers}, a.drivers, a.member, time.Now, log.With("component", "booking"), bm)
+		reserver{a.drivers}, a.drivers, a.member, a.router.Now, log.With("component", "booking"), bm)
 	return err
 }
 

@@ -115,8 +115,11 @@ func rows() []row {
 					{`max by (node) (increase(apollo_redis_node_evicted_keys{instance=~"$instance"}[$__rate_interval]))`, "evicted {{node}}"},
 					{`max by (node) (apollo_redis_node_may_evict{instance=~"$instance"})`, "may evict {{node}}"},
 				}},
-			{"Clock offset", "Each node's clock minus each instance's (TIME). Write deadlines are sent in the node's clock, but keys expire by it: beyond 0.5 s, fix NTP.", "s",
-				[]Query{{`max by (instance, node) (apollo_redis_node_clock_offset_seconds{instance=~"$instance"})`, "{{instance}} → {{node}}"}}},
+			{"Clock offset", "Each node's clock minus each instance's (TIME), and the cluster's time (the nodes' median, which Apollo keeps) minus each instance's. Write deadlines are sent in the node's clock, but keys expire by it: beyond 0.5 s, fix NTP.", "s",
+				[]Query{
+					{`max by (instance, node) (apollo_redis_node_clock_offset_seconds{instance=~"$instance"})`, "{{instance}} → {{node}}"},
+					{`max by (instance) (apollo_cluster_clock_offset_seconds{instance=~"$instance"})`, "{{instance}} → cluster"},
+				}},
 		}},
 		{"Bookings", []graph{
 			{"Bookings by outcome", "created, turned away by Spampede, allocated, unallocated (deadline passed), cancelled.", "ops",

@@ -151,6 +151,12 @@ type Config struct {
 	// that fall back to it from replicas, so a failing replica cannot move
 	// unbounded load onto its primary. Burst is a tenth of it. 0 = no cap.
 	PrimaryFallbackRate int
+
+	// Wall is this process's clock, the one the nodes' clocks are read
+	// against and Now moves to the cluster's time; nil is time.Now. A test
+	// gives an instance a clock that is off with it. (Contexts' deadlines
+	// stay on time.Now; ClockOffset accounts for the difference.)
+	Wall func() time.Time
 }
 
 // DefaultConfig returns the defaults used by apollo serve.

@@ -17,6 +17,7 @@ type metrics struct {
 	// memory.go: each node's room, from INFO memory and INFO stats.
 	memoryUsed, memoryMax, memoryMayEvict, evictedKeys *prometheus.GaugeVec
 	clockOffset                                        *prometheus.GaugeVec
+	clusterOffset                                      prometheus.Gauge
 	refreshes                                          *prometheus.CounterVec
 	refreshDeduped                                     prometheus.Counter
 	kept                                               prometheus.Counter // omitted.go
@@ -73,6 +74,9 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		clockOffset: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "apollo_redis_node_clock_offset_seconds", Help: "Each node's clock (TIME) minus this instance's, at the last precise reading. Write deadlines are moved by it; Redis still expires keys by its own clock.",
 		}, []string{"node"}),
+		clusterOffset: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "apollo_cluster_clock_offset_seconds", Help: "The cluster's clock (the median of the nodes' offsets) minus this instance's own. Apollo keeps time by the cluster's, so instances agree whatever their own clocks; a large value says this instance's host clock is off.",
+		}),
 		refreshes: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "apollo_redis_topology_refreshes_total", Help: "Topology refreshes, by reason and result.",
 		}, []string{"reason", "result"}),
@@ -108,7 +112,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	if reg == nil {
 		return m, nil
 	}
-	for _, c := range []prometheus.Collector{m.latency, m.nodeErrors, m.ejections, m.ejected, m.replicaBehind, m.memoryUsed, m.memoryMax, m.memoryMayEvict, m.evictedKeys, m.clockOffset, m.refreshes, m.refreshDeduped, m.kept, m.hedges, m.retries, m.fallbacks, m.commands, m.subscriptionsLost} {
+	for _, c := range []prometheus.Collector{m.latency, m.nodeErrors, m.ejections, m.ejected, m.replicaBehind, m.memoryUsed, m.memoryMax, m.memoryMayEvict, m.evictedKeys, m.clockOffset, m.clusterOffset, m.refreshes, m.refreshDeduped, m.kept, m.hedges, m.retries, m.fallbacks, m.commands, m.subscriptionsLost} {
 		if err := reg.Register(c); err != nil {
 			return nil, errors.Join(errors.New("register redisroute metrics"), err)
 		}

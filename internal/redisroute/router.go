@@ -39,6 +39,9 @@ type Router struct {
 
 	ejectMu    sync.Mutex   // serialises ejection and re-admission decisions
 	stallFloor atomic.Int64 // unix nanos when the watchdog last found itself paused
+	// clusterOffset is how far the cluster's clock is from Wall (ns): the
+	// median of the nodes' offsets at the last clock check that had any.
+	clusterOffset atomic.Int64
 
 	hedges  *budget
 	retries *budget
@@ -107,9 +110,13 @@ func New(ctx context.Context, cfg Config, reg prometheus.Registerer, log *slog.L
 	r.wg.Add(1)
 	go r.refreshLoop()
 	if cfg.Policy != Legacy2019 {
+		// The clocks are read before New returns: Now is the cluster's
+		// time from the first booking on, not this process's until the
+		// first check (a step by the whole skew, mid-flight).
+		r.checkClocks()
 		r.wg.Add(6)
 		go func() { r.checkMemory(); r.every(cfg.MemoryCheckInterval, r.checkMemory) }() // exported from the start
-		go func() { r.checkClocks(); r.every(cfg.MemoryCheckInterval, r.checkClocks) }()
+		go r.every(cfg.MemoryCheckInterval, r.checkClocks)
 		go r.every(time.Second, r.checkSubscriptions)
 		go r.watchdogLoop()
 		go r.every(cfg.ProbeInterval, r.probeEjected)

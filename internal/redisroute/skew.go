@@ -2,6 +2,7 @@ package redisroute
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -91,24 +92,25 @@ func (c NodeClock) replaces(last *NodeClock) bool {
 }
 
 // Clocks reads every node's clock now, each through its probe pool and
-// bounded by ctx, against this process's wall clock (the one deadlines
-// are set by). Nodes that do not answer are listed in unknown.
+// bounded by ctx, against this process's wall clock (Config.Wall). Nodes
+// that do not answer are listed in unknown.
 func (r *Router) Clocks(ctx context.Context) (known []NodeClock, unknown []string) {
 	return askEveryNode(r.topo.Load(), func(n *node) (NodeClock, bool) {
-		c, err := ReadClock(ctx, n.probe, time.Now)
+		c, err := ReadClock(ctx, n.probe, r.wall)
 		c.Addr = n.addr
 		return c, err == nil
 	})
 }
 
 // checkClocks reads every node's clock, keeps each reading that may move
-// deadlines (see replaces), exports the offsets, and logs a node whose
-// clock becomes, or stops being, skewed.
+// deadlines (see replaces), exports the offsets, logs a node whose clock
+// becomes, or stops being, skewed, and sets the cluster's time (Now).
 func (r *Router) checkClocks() {
 	ctx, cancel := context.WithTimeout(context.Background(), clockCheckTimeout)
 	defer cancel()
 	known, _ := r.Clocks(ctx)
 	in := r.topo.Load().byAddr()
+	defer r.setClusterOffset(in)
 	for _, c := range known {
 		n := in[c.Addr]
 		if n == nil || !c.replaces(n.clock.Load()) {
@@ -127,17 +129,80 @@ func (r *Router) checkClocks() {
 }
 
 // ClockOffset is how far the clock of the primary serving key's slot may
-// be ahead of this process's, at the earliest (NodeClock.Earliest): add it
-// to a deadline sent for Redis to compare with its clock. 0 (no move, as
-// if the clocks agreed) while that node's clock has not been read, or not
-// for maxClockAge.
+// be ahead of the clock contexts' deadlines are on (time.Now), at the
+// earliest (NodeClock.Earliest): add it to a deadline sent for Redis to
+// compare with its clock. 0 (no move, as if the clocks agreed) while that
+// node's clock has not been read, or not for maxClockAge.
 func (r *Router) ClockOffset(key string) time.Duration {
 	s := r.topo.Load().slots[Slot(key)]
 	if s == nil || s.primary == nil {
 		return 0
 	}
-	if c := s.primary.clock.Load(); c != nil && time.Since(c.At) <= maxClockAge {
-		return c.Earliest()
+	if c := s.primary.clock.Load(); c != nil && r.wall().Sub(c.At) <= maxClockAge {
+		return c.Earliest() + r.wallAhead()
 	}
 	return 0
+}
+
+// wall is this process's clock (Config.Wall).
+func (r *Router) wall() time.Time {
+	if r.cfg.Wall == nil {
+		return time.Now()
+	}
+	return r.cfg.Wall()
+}
+
+// wallAhead is how far Config.Wall is ahead of time.Now: 0 unless a test
+// gave the router a clock that is off.
+func (r *Router) wallAhead() time.Duration {
+	if r.cfg.Wall == nil {
+		return 0
+	}
+	return r.cfg.Wall().Sub(time.Now())
+}
+
+// Now is the cluster's time: this process's clock moved by the median of
+// the nodes' offsets from it (at the last clock check that read any), or
+// this process's clock until one has. Instances that keep time by it agree
+// with each other as closely as they read the nodes' clocks (half a round
+// trip each), however far their own clocks are off, since they all read
+// the same nodes; with fewer than half the nodes' clocks off, the median
+// is on the others'. Booking deadlines, reservation ends, heartbeats and
+// Spampede's buckets are compared across instances, so they are set by it.
+func (r *Router) Now() time.Time {
+	return r.wall().Add(time.Duration(r.clusterOffset.Load()))
+}
+
+// ClusterOffset is how far Now is from this process's own clock.
+func (r *Router) ClusterOffset() time.Duration { return time.Duration(r.clusterOffset.Load()) }
+
+// setClusterOffset makes the median offset of the nodes' readings, those
+// not older than maxClockAge, the cluster's time. With none, the last one
+// stands: a clock drifts slowly, and a step back to this process's own
+// would move the fleet's time by the whole skew.
+func (r *Router) setClusterOffset(in map[string]*node) {
+	var offs []time.Duration
+	for _, n := range in {
+		if c := n.clock.Load(); c != nil && r.wall().Sub(c.At) <= maxClockAge {
+			offs = append(offs, c.Offset)
+		}
+	}
+	if m, ok := median(offs); ok {
+		r.clusterOffset.Store(int64(m))
+		r.m.clusterOffset.Set(m.Seconds())
+	}
+}
+
+// median is the middle of offs (the mean of the two middle ones for an
+// even count); false for none.
+func median(offs []time.Duration) (time.Duration, bool) {
+	if len(offs) == 0 {
+		return 0, false
+	}
+	slices.Sort(offs)
+	mid := len(offs) / 2
+	if len(offs)%2 == 1 {
+		return offs[mid], true
+	}
+	return offs[mid-1] + (offs[mid]-offs[mid-1])/2, true
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -174,5 +175,26 @@ func TestAPrimarysClockOffsetReachesItsKeys(t *testing.T) {
 	c.nodes[p].clock.Store(&old)
 	if off := c.r.ClockOffset(key); off != 0 {
 		t.Errorf("a reading %v old moves deadlines by %v, want not used", maxClockAge+time.Second, off)
+	}
+}
+
+// The cluster's time is the middle of the nodes' offsets: a minority of
+// nodes whose clocks are off does not move it.
+func TestTheClustersTimeIsTheMedianOfItsNodes(t *testing.T) {
+	s := time.Second
+	for _, tc := range []struct {
+		offs []time.Duration
+		want time.Duration
+		ok   bool
+	}{
+		{nil, 0, false},
+		{[]time.Duration{3 * s}, 3 * s, true},
+		{[]time.Duration{-3 * s, -3 * s, 40 * s}, -3 * s, true},
+		{[]time.Duration{40 * s, 1 * s, -1 * s, 2 * s}, 1500 * time.Millisecond, true},
+		{[]time.Duration{-3 * s, -3 * s, -3 * s, 3600 * s, -3600 * s, -3 * s}, -3 * s, true},
+	} {
+		if got, ok := median(slices.Clone(tc.offs)); got != tc.want || ok != tc.ok {
+			t.Errorf("median(%v) = %v, %v; want %v, %v", tc.offs, got, ok, tc.want, tc.ok)
+		}
 	}
 }
