@@ -60,6 +60,10 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, opts ...Option) (*Ap
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("invalid config: %w", err)
 	}
+	if off := cfg.ClockOffset; off != 0 && cfg.Redis.Wall == nil {
+		log.Warn("running with a clock that is off, for a drill (--clock-offset)", "offset", off)
+		cfg.Redis.Wall = func() time.Time { return time.Now().Add(off) }
+	}
 	a := &App{cfg: cfg, log: log, reg: prometheus.NewRegistry()}
 	a.stopping, a.stopAPI = context.WithCancel(context.Background())
 	a.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))

@@ -35,6 +35,11 @@ type Config struct {
 	Fleet          fleet.Config
 	// InstanceID names this instance in the fleet (default: host-pid-random).
 	InstanceID string
+	// ClockOffset, for drills, runs the instance as if its host's clock
+	// were off by this much: the router reads the nodes' clocks against
+	// it (Redis.Wall). Apollo keeps the cluster's time, so what it records
+	// should not move (verify's instance-clock fault).
+	ClockOffset time.Duration
 	// BookingAcks replicas must acknowledge a new booking (WAIT) before it
 	// is reported as created.
 	BookingAcks int
@@ -103,6 +108,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.Booking.ClaimHold, "booking-claim-hold", c.Booking.ClaimHold, "how long a claimed booking is kept from other scans before it is due again if nothing rescheduled it")
 	c.Fleet.RegisterFlags(fs)
 	fs.StringVar(&c.InstanceID, "instance-id", c.InstanceID, "this instance's name in the fleet, unique among the instances (default: host-pid-random)")
+	fs.DurationVar(&c.ClockOffset, "clock-offset", c.ClockOffset, "for drills: run as if this host's clock were off by this much (Apollo keeps the Redis cluster's time, so nothing it records should move; verify's instance-clock fault)")
 	fs.DurationVar(&c.Dispatch.ReservationTTL, "reservation-ttl", c.Dispatch.ReservationTTL, "how long a reserved driver has to accept")
 	fs.Float64Var(&c.Dispatch.RadiusM, "dispatch-radius-m", c.Dispatch.RadiusM, "how far from the pickup drivers are searched")
 	fs.IntVar(&c.BookingAcks, "booking-acks", c.BookingAcks, "replicas that must acknowledge a new booking before it is reported created")
@@ -135,6 +141,10 @@ func (c *Config) Finish() error {
 // arguments wherever they are shown.
 func SecretFlags() []string { return []string{"redis-password"} }
 
+// maxClockOffset bounds --clock-offset: a drill's clock that is off, not
+// another date.
+const maxClockOffset = time.Hour
+
 // minAdminToken is the shortest admin token accepted: 16 random characters
 // cannot be guessed over HTTP.
 const minAdminToken = 16
@@ -158,6 +168,9 @@ func (c Config) Validate() error {
 	}
 	if c.DrainDelay < 0 || c.ShutdownTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("drain delay must not be negative and shutdown timeout must be positive"))
+	}
+	if c.ClockOffset < -maxClockOffset || c.ClockOffset > maxClockOffset {
+		errs = append(errs, fmt.Errorf("clock offset must be within ±%s, got %s", maxClockOffset, c.ClockOffset))
 	}
 	if c.LogFormat != "json" && c.LogFormat != "text" {
 		errs = append(errs, fmt.Errorf("log format must be json or text, got %q", c.LogFormat))

@@ -173,8 +173,9 @@ func exchange(t *testing.T, method, url, body string, h http.Header) (int, strin
 	return resp.StatusCode, sb.String()
 }
 
-// Secrets given wrongly are refused before anything starts, with a
-// message that names the flag and the file, never the secret.
+// Secrets (and settings) given wrongly are refused before anything
+// starts, with a message that names the flag and the file, never the
+// secret.
 func TestServeRefusesBadSecretsClearly(t *testing.T) {
 	dir := t.TempDir()
 	file := func(name, body string) string {
@@ -196,6 +197,7 @@ func TestServeRefusesBadSecretsClearly(t *testing.T) {
 		{"a missing admin token file", []string{"--admin-token-file", filepath.Join(dir, "none")}, "no such file"},
 		{"the password twice", []string{"--redis-password-file", pw, "--redis-password", "pw-by-flag-77d2"}, "give the Redis password once"},
 		{"an empty password file", []string{"--redis-password-file", empty}, "--redis-password-file: secret file is empty"},
+		{"a clock off by a day", []string{"--clock-offset", "24h"}, "clock offset must be within ±1h0m0s, got 24h0m0s"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -26,7 +26,9 @@ booking's lifecycle and each driver's reservation register with porcupine
 (linearizability), and audits — every booking answered 201 still exists,
 no driver held by two open bookings, no reservation without its booking
 past its end plus the slack, no booking open past its deadline plus the
-slack, the same Spampede rules on every instance.
+slack, the same Spampede rules on every instance, no 500, and every
+booking created, by the time its instance recorded, while a request that
+could create it ran (within 0.5 s: instances keep the cluster's time).
 
 Faults: replica-crash, replica-hang, primary-crash (heals after a replica is
 promoted), primary-hang, primary-full (a primary at its maxmemory refuses
@@ -35,7 +37,10 @@ is up, as an upgrade does), forced-switchover (CLUSTER FAILOVER FORCE: the
 replica takes over without its primary's agreement), handshake (one node refuses Apollo's password),
 instance-kill (SIGKILL of one apollo instance, restarted), instance-pause
 (SIGSTOP of one apollo instance for the fault's length, then SIGCONT: it
-wakes holding leases and claims that have run out), primary-partition
+wakes holding leases and claims that have run out), instance-clock (one
+apollo instance restarted with its clock 8 s ahead or behind,
+--clock-offset, then restarted right: the clock_off check finds an
+instance that does not keep the cluster's time), primary-partition
 (a primary cut off from the other nodes by iptables while Apollo still
 reaches it, until a replica is promoted: needs iptables and root),
 reshard (redis-cli moves 1000 slots and their keys from the primary serving

@@ -41,6 +41,7 @@ func Audits() []Audit {
 		{Code: CodeRulesDiffer, NeedsFinal: true, Run: RulesDiffer},
 		{Code: CodeGhostBooking, NeedsFinal: true, Run: GhostBookings},
 		{Code: CodeInternalError, Run: InternalErrors},
+		{Code: CodeClockOff, Run: ClockOff},
 	}
 }
 

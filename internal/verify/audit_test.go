@@ -168,3 +168,18 @@ func TestInternalErrors(t *testing.T) {
 		{"500s of two kinds", history(answered(Heartbeat, 500, "internal"), answered(ReadBooking, 500, "internal"), answered(Heartbeat, 500, "internal")), 2},
 	})
 }
+
+func TestClockOff(t *testing.T) {
+	// Allocation timeout 10 s: a booking created at c s has its deadline at c+10.
+	withTimeout := func(h History) History { h.AllocationTimeout = 10 * time.Second; return h }
+	created := func(from, to, at float64) Op { return create("b1", from, to, due(bk("searching", "", 1), at+10)) }
+	runAudit(t, ClockOff, CodeClockOff, []auditCase{
+		{"created during its request", withTimeout(history(created(1, 2, 1.5))), 0},
+		{"created within the tolerance of its request", withTimeout(history(created(1, 2, 0.6))), 0},
+		{"a retry's answer shows the first request's creation", withTimeout(history(createUnknown("b1", 1, 2), created(3, 4, 1.5))), 0},
+		{"created 3 s before its request: an instance behind", withTimeout(history(created(5, 6, 2))), 1},
+		{"created 3 s after its answer: an instance ahead", withTimeout(history(created(5, 6, 9))), 1},
+		{"one violation for a booking answered twice", withTimeout(history(created(5, 6, 9), created(7, 8, 9))), 1},
+		{"an old history without the allocation timeout", history(created(5, 6, 9)), 0},
+	})
+}

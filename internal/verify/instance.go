@@ -21,7 +21,9 @@ type Instance struct {
 	Name string
 	bin  string
 	args []string
-	logw io.Writer
+	// extra are flags added to args from the next Start on (a fault's).
+	extra []string
+	logw  io.Writer
 
 	mu       sync.Mutex
 	cmd      *exec.Cmd
@@ -51,6 +53,7 @@ func (in *Instance) Start(ctx context.Context) error {
 	in.mu.Lock()
 	defer in.mu.Unlock()
 	args := append([]string{"serve", "--listen", in.apiAddr, "--admin-listen", in.adminAdr, "--drain-delay", "0s"}, in.args...)
+	args = append(args, in.extra...)
 	cmd := exec.Command(in.bin, args...)
 	cmd.Stderr = in.logw
 	out, err := cmd.StdoutPipe()
@@ -151,6 +154,18 @@ func (in *Instance) Stop() error {
 	case <-time.After(10 * time.Second):
 		return in.killLocked()
 	}
+}
+
+// Restart stops the process as a deployment would (SIGTERM) and starts it
+// again with extra flags (none: as first started).
+func (in *Instance) Restart(ctx context.Context, extra ...string) error {
+	if err := in.Stop(); err != nil {
+		return err
+	}
+	in.mu.Lock()
+	in.extra = extra
+	in.mu.Unlock()
+	return in.Start(ctx)
 }
 
 // Running reports whether the process is up.

@@ -20,8 +20,13 @@ import (
 // without --faults injects them.
 func FaultNames() []string {
 	return []string{"replica-crash", "replica-hang", "primary-crash", "primary-hang", "primary-full", "switchover", "forced-switchover", "handshake", "instance-kill",
-		"instance-pause", "primary-partition", "reshard", "cluster-restart"}
+		"instance-pause", "instance-clock", "primary-partition", "reshard", "cluster-restart"}
 }
+
+// instanceClockOff is how far off the instance-clock fault sets an
+// instance's clock: beyond the reservation TTL and the slack of G4 and G5,
+// so that an instance keeping its own time could not hide it.
+const instanceClockOff = 8 * time.Second
 
 // ParseFaults parses a comma-separated fault list ("all" for every one).
 func ParseFaults(s string) ([]string, error) {
@@ -124,6 +129,15 @@ func (n *nemesis) fault(ctx context.Context, name string) (drill.Fault, error) {
 		return drill.FaultFunc{Label: "instance pause (SIGSTOP, then SIGCONT) " + in.Name,
 			InjectFn: func(context.Context) error { return in.Pause() },
 			HealFn:   func(context.Context) error { return in.Resume() }}, nil
+	case "instance-clock":
+		in := n.instances[n.rng.IntN(len(n.instances))]
+		off := instanceClockOff
+		if n.rng.IntN(2) == 0 {
+			off = -off
+		}
+		return drill.FaultFunc{Label: fmt.Sprintf("instance clock off by %s (restarted with --clock-offset) %s", off, in.Name),
+			InjectFn: func(ctx context.Context) error { return in.Restart(ctx, "--clock-offset", off.String()) },
+			HealFn:   func(ctx context.Context) error { return in.Restart(ctx) }}, nil
 	case "cluster-restart":
 		return &restartFault{c: n.c}, nil
 	case "reshard":

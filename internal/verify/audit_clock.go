@@ -1,0 +1,56 @@
+package verify
+
+import (
+	"fmt"
+	"slices"
+	"time"
+)
+
+// CodeClockOff: a booking was created, by the time the instance recorded,
+// outside the requests that could have created it.
+const CodeClockOff = "clock_off"
+
+// clockTolerance is how far an instance's time may be from the cluster's:
+// it keeps the cluster's time as read by TIME round trips of at most 1 s
+// (the router's clock check), so within half of one; and 1 ms for the
+// deadline's rounding to whole milliseconds. verify runs the cluster on
+// its own machine, so its clock is the cluster's.
+const clockTolerance = 500*time.Millisecond + time.Millisecond
+
+// ClockOff (instances keep the cluster's time): every booking answered as
+// created was created, by its deadline less the allocation timeout,
+// between the first request that could have created it (its ID is a hash
+// of rider and key) and the answer, within clockTolerance. An instance
+// keeping its own clock, off from the cluster's, sets booking deadlines,
+// reservation ends and Spampede's buckets that the other instances read
+// in another time. One violation per booking.
+func ClockOff(h History) []Violation {
+	if h.AllocationTimeout <= 0 {
+		return nil // an old history: the creation time cannot be told
+	}
+	first := map[string]int64{}
+	for _, op := range h.Ops {
+		if op.Kind == CreateBooking {
+			if at, ok := first[op.BookingID]; !ok || op.Invoke < at {
+				first[op.BookingID] = op.Invoke
+			}
+		}
+	}
+	var out []Violation
+	var seen []string
+	tol := clockTolerance.Nanoseconds()
+	for _, op := range h.Ops {
+		if op.Kind != CreateBooking || op.Outcome != OK || op.Seen.Deadline == 0 || slices.Contains(seen, op.BookingID) {
+			continue
+		}
+		created := h.sinceStart(op.Seen.Deadline) - h.AllocationTimeout.Nanoseconds()
+		if created >= first[op.BookingID]-tol && created <= op.Return+tol {
+			continue
+		}
+		seen = append(seen, op.BookingID)
+		out = append(out, Violation{Code: CodeClockOff, Bookings: []string{op.BookingID}, Ops: []int{op.ID}, Instances: []string{op.Instance},
+			Message: fmt.Sprintf("booking %s was created at %s by its deadline, but the requests that could have created it ran from %s to %s (tolerance %s): the instance's time is not the cluster's",
+				op.BookingID, runTime(created), runTime(first[op.BookingID]), runTime(op.Return), clockTolerance)})
+	}
+	return out
+}
