@@ -86,7 +86,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, opts ...Option) (*Ap
 		return nil, err
 	}
 	handler, err := httpapi.New(cfg.API, httpapi.Deps{Drivers: a.DriverAPI(), Bookings: a.bookings,
-		Rules: cfg.Rules, Now: a.router.Now, Log: log.With("component", "http"), Registerer: a.reg, Stopping: a.stopping})
+		Rules: cfg.Rules, Now: a.router.Now, ClockAhead: a.router.ClusterOffset, Log: log.With("component", "http"), Registerer: a.reg, Stopping: a.stopping})
 	if err != nil {
 		a.router.Close()
 		return nil, err
@@ -108,7 +108,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, opts ...Option) (*Ap
 	}
 	if a.console, err = console.New(console.Deps{Instance: a.member.ID(), Router: a.router, Fleet: a.fleet,
 		Spampede: a.filter, Sampler: console.NewSampler(a.reg, time.Second, 180, time.Now, log), Faults: o.faults,
-		Now: time.Now, Log: log.With("component", "console")}); err != nil {
+		Now: a.router.Now, Log: log.With("component", "console")}); err != nil {
 		a.router.Close()
 		return nil, err
 	}

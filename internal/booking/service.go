@@ -317,7 +317,14 @@ func (s *Service) tryAllocate(ctx context.Context, b Booking) (Booking, error) {
 	// between, a hung primary holding it) would have two bookings name
 	// one driver. The store's deadline guard makes it land by then or
 	// never, whatever the caller's own deadline.
-	uctx, cancel := context.WithTimeout(ctx, until.Sub(s.now()))
+	left := until.Sub(s.now())
+	if left <= 0 {
+		// Lapsed already (this instance was held up): nothing was
+		// written, so the driver is freed now rather than by the sweep.
+		s.release(ctx, driverID, b.ID, now)
+		return b, errLapsed
+	}
+	uctx, cancel := context.WithTimeout(ctx, left)
 	defer cancel()
 	if err := s.store.Update(uctx, b, next); err != nil {
 		// Only a compare-and-set that failed proves the booking does not
@@ -327,16 +334,25 @@ func (s *Service) tryAllocate(ctx context.Context, b Booking) (Booking, error) {
 		// holds; the reservation is left to lapse, and the sweep frees the
 		// driver if the booking turns out not to hold it.
 		if errors.Is(err, ErrConflict) {
-			rctx, cancel := detached(ctx)
-			defer cancel()
-			if rerr := s.driver.Release(rctx, driverID, b.ID, false, now); rerr != nil {
-				s.log.Warn("release driver after a lost booking update", "driver", driverID, "booking", b.ID, "err", rerr)
-			}
+			s.release(ctx, driverID, b.ID, now)
 		}
 		return b, err
 	}
 	s.metrics.Outcome(OutcomeAllocated)
 	return next, nil
+}
+
+// errLapsed: the reservation lapsed before the booking could record it.
+var errLapsed = errors.New("the driver's reservation lapsed before the booking recorded it")
+
+// release frees a driver reserved for a booking that certainly does not
+// name it, even when the caller has hung up (within its deadline).
+func (s *Service) release(ctx context.Context, driverID, bookingID string, now time.Time) {
+	rctx, cancel := detached(ctx)
+	defer cancel()
+	if err := s.driver.Release(rctx, driverID, bookingID, false, now); err != nil {
+		s.log.Warn("release a driver the booking does not name", "driver", driverID, "booking", bookingID, "err", err)
+	}
 }
 
 func (s *Service) enqueue(id string) {

@@ -90,6 +90,9 @@ func (m *memStore) Update(ctx context.Context, old, next Booking) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.updateDeadline, _ = ctx.Deadline()
+	if err := ctx.Err(); err != nil {
+		return err // past its deadline, as the store's guard refuses it
+	}
 	if m.bks[old.ID].Version != old.Version {
 		return ErrConflict
 	}
@@ -178,6 +181,7 @@ type fakeFleet struct {
 	released []string
 	calls    int
 	ttl      time.Duration // a reservation's length; 0: 15 s
+	reserved func()        // called once a driver is reserved; nil: nothing
 }
 
 func (f *fakeFleet) Allocate(_ context.Context, bookingID string, _ string, _ driver.Location, now time.Time) (string, time.Time, error) {
@@ -195,6 +199,9 @@ func (f *fakeFleet) Allocate(_ context.Context, bookingID string, _ string, _ dr
 	}
 	until := now.Add(ttl)
 	f.drivers[id] = driver.Driver{ID: id, Status: driver.StatusReserved, BookingID: bookingID, ReservedUntil: until, Version: f.drivers[id].Version + 1}
+	if f.reserved != nil {
+		f.reserved()
+	}
 	return id, until, nil
 }
 
@@ -845,25 +852,52 @@ func TestATripStartsOnlyOnceItsBookingIsAccepted(t *testing.T) {
 // or never. Bounded only by the caller's deadline (a worker's is the claim
 // hold, 10 s), an instance paused between reserving and recording could
 // land it after the sweep had freed the driver for a second booking,
-// whenever reservations are shorter than that deadline.
+// whenever reservations are shorter than that deadline. One held up past
+// the reservation's end writes nothing and frees the driver at once.
 func TestAnAllocationIsRecordedBeforeItsReservationEndsOrNever(t *testing.T) {
-	for _, ttl := range []time.Duration{2 * time.Second, time.Hour} {
-		t.Run(ttl.String(), func(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		ttl     time.Duration
+		heldFor time.Duration // the instance is held this long after reserving
+		bound   string        // what bounds the update: "reservation", "caller", or "" (never sent)
+	}{
+		{"a reservation shorter than the caller's deadline", 2 * time.Second, 0, "reservation"},
+		{"a reservation longer than it", time.Hour, 0, "caller"},
+		{"held up past the reservation's end", 2 * time.Second, 3 * time.Second, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
 			r := newRig(t, "d1")
-			r.fleet.ttl = ttl
+			r.fleet.ttl = tc.ttl
+			r.fleet.reserved = func() { r.clk.add(tc.heldFor) }
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
 			callerDeadline, _ := ctx.Deadline()
+			before := time.Now()
 			b, err := r.svc.Create(ctx, req("k1"))
-			if err != nil || b.Status != Allocated {
-				t.Fatalf("Create = %+v, %v; want allocated", b, err)
-			}
+			after := time.Now()
 			got := r.store.updateDeadline
-			if want := time.Now().Add(ttl); ttl < time.Minute && (got.IsZero() || got.After(want)) {
-				t.Errorf("the allocation's update ran to %v, after the reservation's end (at the latest %v)", got, want)
-			}
-			if ttl > time.Minute && !got.Equal(callerDeadline) {
-				t.Errorf("the allocation's update ran to %v, want the caller's earlier deadline %v", got, callerDeadline)
+			switch tc.bound {
+			case "reservation":
+				if err != nil || b.Status != Allocated {
+					t.Fatalf("Create = %+v, %v; want allocated", b, err)
+				}
+				if got.Before(before.Add(tc.ttl)) || got.After(after.Add(tc.ttl)) {
+					t.Errorf("the allocation's update ran to %v, want the reservation's end, within [%v, %v]", got, before.Add(tc.ttl), after.Add(tc.ttl))
+				}
+			case "caller":
+				if err != nil || b.Status != Allocated {
+					t.Fatalf("Create = %+v, %v; want allocated", b, err)
+				}
+				if !got.Equal(callerDeadline) {
+					t.Errorf("the allocation's update ran to %v, want the caller's earlier deadline %v", got, callerDeadline)
+				}
+			default:
+				if b.Status != Searching || !got.IsZero() {
+					t.Errorf("Create = %+v, %v, update sent with deadline %v; want the booking searching and no update", b, err, got)
+				}
+				if d := r.fleet.status("d1"); d.Status != driver.StatusAvailable {
+					t.Errorf("d1 = %+v, want freed at once: the booking certainly does not name it", d)
+				}
 			}
 		})
 	}

@@ -40,6 +40,7 @@ func (a *api) bounded(next http.HandlerFunc) http.HandlerFunc {
 				a.fail(w, r, err)
 				return
 			}
+			d = d.Add(-a.clockAhead()) // from the cluster's time onto this host's
 			if !now.Before(d) {
 				a.fail(w, r.WithContext(tracked), errDeadlinePassed)
 				return

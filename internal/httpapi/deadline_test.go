@@ -103,3 +103,27 @@ func TestEveryWriteRouteHasADeadlineAndReadsDoNot(t *testing.T) {
 		})
 	}
 }
+
+// An Apollo-Deadline is a time in the clients' clock, which Apollo takes
+// to be the cluster's (the one it keeps); on a host whose own clock is
+// off, the deadline is moved onto the host's clock, which contexts run
+// on. Here the host is 8 s ahead of the cluster: a deadline 1 s away in
+// the cluster's time reads 7 s past in the host's, and was refused as
+// past before the move.
+func TestAClientsDeadlineIsTakenInTheClustersTime(t *testing.T) {
+	const ahead = 8 * time.Second
+	store := newFake(seedDrivers()...)
+	h := buildHarness(t, store, nil, func(d *httpapi.Deps) {
+		d.ClockAhead = func() time.Duration { return -ahead } // the cluster's time minus the host's
+	}, true)
+	header := http.Header{}
+	sent := time.Now()
+	header.Set(httpapi.DeadlineHeader, strconv.FormatInt(sent.Add(-ahead+time.Second).UnixMilli(), 10))
+	rec := h.do(request{method: "PUT", target: "/v1/drivers/drv-1/location", body: `{"lat":1.3,"lng":103.8}`, header: header})
+	if rec.Code != http.StatusOK {
+		t.Fatalf("status %d, want 200: %s", rec.Code, rec.Body)
+	}
+	if got := store.deadline.Sub(sent); got <= 0 || got > time.Second {
+		t.Errorf("the store's deadline is %v after the request was sent, want within (0, 1s]: the client's, on the host's clock", got)
+	}
+}

@@ -72,6 +72,12 @@ type Deps struct {
 	Rules    driver.Rules // decides the "available" field of driver responses
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
+	// ClockAhead is how far Now is ahead of time.Now (nil: not at all): an
+	// Apollo-Deadline, a time in the clients' clock, is taken in Now's
+	// and moved by it onto time.Now, the clock contexts' deadlines are on.
+	// Apollo keeps the cluster's time, so a host whose clock is off does
+	// not take every client's deadline for past, or far off.
+	ClockAhead func() time.Duration
 	// Log receives the access log and unexpected errors; discarded when nil.
 	Log *slog.Logger
 	// Registerer receives the HTTP metrics; none are registered when nil.
@@ -92,6 +98,9 @@ func (d Deps) withDefaults() (Deps, error) {
 	}
 	if d.Bookings == nil {
 		d.Bookings = bookingsDisabled{}
+	}
+	if d.ClockAhead == nil {
+		d.ClockAhead = func() time.Duration { return 0 }
 	}
 	if d.Now == nil {
 		d.Now = time.Now

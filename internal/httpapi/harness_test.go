@@ -64,16 +64,18 @@ type harness struct {
 
 func newHarness(t testing.TB, store *fakeDrivers, cfgEdit func(*httpapi.Config)) *harness {
 	t.Helper()
-	return buildHarness(t, store, cfgEdit, true)
+	return buildHarness(t, store, cfgEdit, nil, true)
 }
 
 // newQuietHarness keeps no logs: a fuzzer would pile up millions of lines.
 func newQuietHarness(t testing.TB, store *fakeDrivers, cfgEdit func(*httpapi.Config)) *harness {
 	t.Helper()
-	return buildHarness(t, store, cfgEdit, false)
+	return buildHarness(t, store, cfgEdit, nil, false)
 }
 
-func buildHarness(t testing.TB, store *fakeDrivers, cfgEdit func(*httpapi.Config), keepLogs bool) *harness {
+// buildHarness builds a harness; depsEdit, when given, changes its
+// dependencies before the handler is made.
+func buildHarness(t testing.TB, store *fakeDrivers, cfgEdit func(*httpapi.Config), depsEdit func(*httpapi.Deps), keepLogs bool) *harness {
 	t.Helper()
 	cfg := httpapi.DefaultConfig()
 	if cfgEdit != nil {
@@ -84,14 +86,18 @@ func buildHarness(t testing.TB, store *fakeDrivers, cfgEdit func(*httpapi.Config
 	if keepLogs {
 		log = slog.New(slog.NewJSONHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
-	handler, err := httpapi.New(cfg, httpapi.Deps{
+	deps := httpapi.Deps{
 		Drivers:    store,
 		Bookings:   h.bookings,
 		Rules:      driver.DefaultRules(),
 		Now:        func() time.Time { return testNow },
 		Log:        log,
 		Registerer: h.reg,
-	})
+	}
+	if depsEdit != nil {
+		depsEdit(&deps)
+	}
+	handler, err := httpapi.New(cfg, deps)
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}

@@ -21,8 +21,9 @@ type api struct {
 	bookings     Bookings
 	rules        driver.Rules
 	now          func() time.Time
-	stopping     context.Context // see Deps.Stopping
-	batchScratch sync.Pool       // *batchScratch
+	clockAhead   func() time.Duration // see Deps.ClockAhead
+	stopping     context.Context      // see Deps.Stopping
+	batchScratch sync.Pool            // *batchScratch
 }
 
 // route is one registered pattern and its handler.
@@ -74,7 +75,7 @@ func New(cfg Config, deps Deps) (http.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	a := &api{responder: responder{log: deps.Log}, cfg: cfg, drivers: deps.Drivers, bookings: deps.Bookings, rules: deps.Rules, now: deps.Now, stopping: deps.Stopping}
+	a := &api{responder: responder{log: deps.Log}, cfg: cfg, drivers: deps.Drivers, bookings: deps.Bookings, rules: deps.Rules, now: deps.Now, clockAhead: deps.ClockAhead, stopping: deps.Stopping}
 
 	mux, known := a.serveMux(a.routes())
 	var h http.Handler = mux

@@ -39,9 +39,10 @@ type Router struct {
 
 	ejectMu    sync.Mutex   // serialises ejection and re-admission decisions
 	stallFloor atomic.Int64 // unix nanos when the watchdog last found itself paused
-	// clusterOffset is how far the cluster's clock is from Wall (ns): the
-	// median of the nodes' offsets at the last clock check that had any.
+	// clusterOffset is how far the cluster's clock is from Wall (ns), once
+	// clusterKnown (setClusterOffset).
 	clusterOffset atomic.Int64
+	clusterKnown  atomic.Bool
 
 	hedges  *budget
 	retries *budget
@@ -109,14 +110,16 @@ func New(ctx context.Context, cfg Config, reg prometheus.Registerer, log *slog.L
 	}
 	r.wg.Add(1)
 	go r.refreshLoop()
+	// The clocks are read before New returns, under every policy (they go
+	// through the probe pools, not the routing): Now is the cluster's time
+	// from the first booking on, not this process's until the first check
+	// (a step by the whole skew, mid-flight).
+	r.readClusterTime()
+	r.wg.Add(1)
+	go r.every(cfg.MemoryCheckInterval, r.checkClocks)
 	if cfg.Policy != Legacy2019 {
-		// The clocks are read before New returns: Now is the cluster's
-		// time from the first booking on, not this process's until the
-		// first check (a step by the whole skew, mid-flight).
-		r.checkClocks()
-		r.wg.Add(6)
+		r.wg.Add(5)
 		go func() { r.checkMemory(); r.every(cfg.MemoryCheckInterval, r.checkMemory) }() // exported from the start
-		go r.every(cfg.MemoryCheckInterval, r.checkClocks)
 		go r.every(time.Second, r.checkSubscriptions)
 		go r.watchdogLoop()
 		go r.every(cfg.ProbeInterval, r.probeEjected)

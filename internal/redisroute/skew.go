@@ -110,7 +110,7 @@ func (r *Router) checkClocks() {
 	defer cancel()
 	known, _ := r.Clocks(ctx)
 	in := r.topo.Load().byAddr()
-	defer r.setClusterOffset(in)
+	defer func() { _ = r.setClusterOffset(in) }()
 	for _, c := range known {
 		n := in[c.Addr]
 		if n == nil || !c.replaces(n.clock.Load()) {
@@ -162,8 +162,8 @@ func (r *Router) wallAhead() time.Duration {
 }
 
 // Now is the cluster's time: this process's clock moved by the median of
-// the nodes' offsets from it (at the last clock check that read any), or
-// this process's clock until one has. Instances that keep time by it agree
+// the nodes' offsets from it (setClusterOffset), or this process's clock
+// while that is not known (New tries for it before it returns). Instances that keep time by it agree
 // with each other as closely as they read the nodes' clocks (half a round
 // trip each), however far their own clocks are off, since they all read
 // the same nodes; with fewer than half the nodes' clocks off, the median
@@ -173,24 +173,59 @@ func (r *Router) Now() time.Time {
 	return r.wall().Add(time.Duration(r.clusterOffset.Load()))
 }
 
+// clockStartTries is how many clock checks New makes, at most, for the
+// cluster's time to be known before the first booking is stamped with it.
+const clockStartTries = 3
+
+// readClusterTime checks the clocks until the cluster's time is known, at
+// most clockStartTries times, and says when it is not.
+func (r *Router) readClusterTime() {
+	for range clockStartTries {
+		r.checkClocks()
+		if r.clusterKnown.Load() {
+			return
+		}
+	}
+	r.log.Warn("the cluster's time is not known: too few nodes answered TIME precisely; this instance keeps its host's clock until a majority does, and then steps to the cluster's",
+		"tries", clockStartTries)
+}
+
 // ClusterOffset is how far Now is from this process's own clock.
 func (r *Router) ClusterOffset() time.Duration { return time.Duration(r.clusterOffset.Load()) }
 
-// setClusterOffset makes the median offset of the nodes' readings, those
-// not older than maxClockAge, the cluster's time. With none, the last one
-// stands: a clock drifts slowly, and a step back to this process's own
-// would move the fleet's time by the whole skew.
-func (r *Router) setClusterOffset(in map[string]*node) {
+// setClusterOffset takes the cluster's time from the nodes' precise
+// readings (a round trip of at most 2 × maxClockUncertainty) not older
+// than maxClockAge, and only from a majority of the nodes: their median,
+// so a minority of nodes whose clocks are off does not move it. It is kept
+// while a new median agrees with it within the readings' uncertainty, so
+// that the time does not step back and forth by reading noise. Without a
+// majority the last one stands: a clock drifts slowly, and a step back to
+// this process's own would move the fleet's time by the whole skew.
+// It reports whether the cluster's time is known.
+func (r *Router) setClusterOffset(in map[string]*node) bool {
 	var offs []time.Duration
+	var unc time.Duration
 	for _, n := range in {
-		if c := n.clock.Load(); c != nil && r.wall().Sub(c.At) <= maxClockAge {
+		if c := n.clock.Load(); c != nil && c.Uncertainty <= maxClockUncertainty && r.wall().Sub(c.At) <= maxClockAge {
 			offs = append(offs, c.Offset)
+			unc = max(unc, c.Uncertainty)
 		}
 	}
-	if m, ok := median(offs); ok {
-		r.clusterOffset.Store(int64(m))
-		r.m.clusterOffset.Set(m.Seconds())
+	known := r.clusterKnown.Load()
+	m, ok := median(offs)
+	if !ok || 2*len(offs) <= len(in) {
+		return known
 	}
+	if last := time.Duration(r.clusterOffset.Load()); known && m >= last-unc && m <= last+unc {
+		return true
+	}
+	r.clusterOffset.Store(int64(m))
+	r.clusterKnown.Store(true)
+	r.m.clusterOffset.Set(m.Seconds())
+	if !known {
+		r.log.Info("keeping the cluster's time: the median of the nodes' clocks", "offset_from_this_host", m, "nodes", len(offs))
+	}
+	return true
 }
 
 // median is the middle of offs (the mean of the two middle ones for an

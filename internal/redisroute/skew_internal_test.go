@@ -198,3 +198,49 @@ func TestTheClustersTimeIsTheMedianOfItsNodes(t *testing.T) {
 		}
 	}
 }
+
+// The cluster's time is taken only from precise, fresh readings of a
+// majority of the nodes, and kept while new readings agree with it within
+// their uncertainty, so that it does not step by reading noise.
+func TestTheClustersTimeComesFromAMajorityOfPreciseReadings(t *testing.T) {
+	m, err := newMetrics(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &Router{m: m, log: slog.New(slog.DiscardHandler)}
+	s, ms := time.Second, time.Millisecond
+	read := func(off, unc time.Duration) *NodeClock {
+		return &NodeClock{Offset: off, Uncertainty: unc, At: time.Now()}
+	}
+	nodes := func(clocks ...*NodeClock) map[string]*node {
+		in := map[string]*node{}
+		for i, c := range clocks {
+			n := &node{addr: fmt.Sprint("n", i)}
+			if c != nil {
+				n.clock.Store(c)
+			}
+			in[n.addr] = n
+		}
+		return in
+	}
+	stale := read(-3*s, ms)
+	stale.At = time.Now().Add(-maxClockAge - s)
+	for _, step := range []struct {
+		name  string
+		in    map[string]*node
+		known bool
+		want  time.Duration
+	}{
+		{"half the nodes read: not known", nodes(read(-3*s, ms), read(-3*s, ms), nil, nil), false, 0},
+		{"imprecise and stale readings do not count", nodes(read(-3*s, ms), read(-3*s, 300*ms), stale, nil), false, 0},
+		{"a majority: their median", nodes(read(-3*s, 2*ms), read(-3*s-ms, 2*ms), read(40*s, ms), nil), true, -3 * s},
+		{"a new median within the readings' uncertainty: kept", nodes(read(-3*s+ms, 2*ms), read(-3*s+ms, 2*ms), read(-3*s+ms, 2*ms)), true, -3 * s},
+		{"a new median beyond it: taken", nodes(read(-2*s, 2*ms), read(-2*s, 2*ms), read(-2*s, 2*ms)), true, -2 * s},
+		{"then too few: the last stands", nodes(read(5*s, ms), nil, nil), true, -2 * s},
+	} {
+		known := r.setClusterOffset(step.in)
+		if known != step.known || r.ClusterOffset() != step.want {
+			t.Errorf("%s: known %v, offset %v; want %v, %v", step.name, known, r.ClusterOffset(), step.known, step.want)
+		}
+	}
+}

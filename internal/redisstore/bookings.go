@@ -220,7 +220,10 @@ func (s *Bookings) Update(ctx context.Context, old, next booking.Booking) error 
 		// The index is left as it is: the booking is read again when due.
 		return fmt.Errorf("booking %s: %w: %w", old.ID, booking.ErrUnconfirmed, storeErr(res.Err))
 	}
-	s.index(ctx, next, true)
+	// The record is written: its index entry and notice follow even when
+	// the caller's deadline (an allocation's is its reservation's end) or
+	// patience has just run out. They are derived, unguarded writes.
+	s.index(context.WithoutCancel(ctx), next, true)
 	return nil
 }
 

@@ -11,10 +11,11 @@ import (
 const CodeClockOff = "clock_off"
 
 // clockTolerance is how far an instance's time may be from the cluster's:
-// it keeps the cluster's time as read by TIME round trips of at most 1 s
-// (the router's clock check), so within half of one; and 1 ms for the
-// deadline's rounding to whole milliseconds. verify runs the cluster on
-// its own machine, so its clock is the cluster's.
+// it keeps the cluster's time as read by precise TIME round trips (each
+// reading within 100 ms), and no reading can be off by more than half the
+// router's 1 s clock check; plus 1 ms for the deadline's rounding to whole
+// milliseconds. verify runs the cluster on its own machine, so its clock
+// is the cluster's.
 const clockTolerance = 500*time.Millisecond + time.Millisecond
 
 // ClockOff (instances keep the cluster's time): every booking answered as
@@ -29,10 +30,14 @@ func ClockOff(h History) []Violation {
 		return nil // an old history: the creation time cannot be told
 	}
 	first := map[string]int64{}
+	sentTo := map[string][]string{} // the instances a booking's creates went to
 	for _, op := range h.Ops {
 		if op.Kind == CreateBooking {
 			if at, ok := first[op.BookingID]; !ok || op.Invoke < at {
 				first[op.BookingID] = op.Invoke
+			}
+			if !slices.Contains(sentTo[op.BookingID], op.Instance) {
+				sentTo[op.BookingID] = append(sentTo[op.BookingID], op.Instance)
 			}
 		}
 	}
@@ -48,8 +53,8 @@ func ClockOff(h History) []Violation {
 			continue
 		}
 		seen = append(seen, op.BookingID)
-		out = append(out, Violation{Code: CodeClockOff, Bookings: []string{op.BookingID}, Ops: []int{op.ID}, Instances: []string{op.Instance},
-			Message: fmt.Sprintf("booking %s was created at %s by its deadline, but the requests that could have created it ran from %s to %s (tolerance %s): the instance's time is not the cluster's",
+		out = append(out, Violation{Code: CodeClockOff, Bookings: []string{op.BookingID}, Ops: []int{op.ID}, Instances: slices.Sorted(slices.Values(sentTo[op.BookingID])),
+			Message: fmt.Sprintf("booking %s was created at %s by its deadline, but the requests that could have created it ran from %s to %s (tolerance %s): the time of the instance that created it (one of those listed) is not the cluster's",
 				op.BookingID, runTime(created), runTime(first[op.BookingID]), runTime(op.Return), clockTolerance)})
 	}
 	return out
