@@ -336,3 +336,53 @@ func TestSlotCountSkipsOpenMigrations(t *testing.T) {
 		}
 	}
 }
+
+// A fault heals to the layout the cluster was made with: when a shard's
+// replicas are all down for a while, no replica of another shard moves
+// to it (Redis's replica migration, on by default). With it on, the
+// shard got a replica from a shard of two, and once its own came back
+// it had three and the other one: never healthy again, which is how a
+// verify run of every fault ended, waiting.
+func TestAShardLeftWithoutReplicasTakesNoneFromTheOthers(t *testing.T) {
+	c := clustertest.Start(t, func(cfg *localcluster.Config) { cfg.Replicas, cfg.NodeTimeout = 2, time.Second })
+	ctx := ctxFor(t, 90*time.Second)
+	down := c.Replicas(ctx, 0)
+	if len(down) != 2 {
+		t.Fatalf("shard 0 has %d replicas, want 2", len(down))
+	}
+	for _, n := range down {
+		if err := n.Kill(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Orphaned once the cluster marks both failed (node timeout); a
+	// migration, when on, follows within a second or two of it.
+	if err := waitUntil(ctx, func() bool {
+		infos, err := c.Info(ctx)
+		if err != nil {
+			return false
+		}
+		failed := 0
+		for _, in := range infos {
+			for _, f := range in.Flags {
+				if f == "fail" {
+					failed++
+				}
+			}
+		}
+		return failed == 2
+	}); err != nil {
+		t.Fatalf("the killed replicas were never marked failed: %v", err)
+	}
+	time.Sleep(5 * time.Second)
+	for _, n := range down {
+		if err := n.Restart(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if err := c.WaitHealthy(wctx); err != nil {
+		t.Fatalf("the cluster did not heal to its layout: %v", err)
+	}
+}

@@ -108,6 +108,14 @@ func (n *Node) writeConfig(c Config, t *tlsFiles) error {
 		// Replicas appear in CLUSTER SLOTS only once their replication offset
 		// moves; a 1 s replication ping moves it without waiting 10 s.
 		"repl-ping-replica-period 1",
+		// No replica migration: a replica left to a shard whose primary
+		// briefly had none (a failover, then a switchover) stays there, so
+		// that every fault heals to the layout the cluster was made with
+		// (WaitHealthy). A verify run of every fault ended with one shard
+		// holding three replicas and another one, never healthy again.
+		// (cluster-allow-replica-migration would say it plainly, but it
+		// is Redis 6.2 and later; a barrier no shard reaches works on all.)
+		"cluster-migration-barrier 1000",
 	}
 	if t != nil {
 		lines = append(lines, "port 0", "tls-port "+strconv.Itoa(portOf(n.Addr)), "tls-cluster yes", "tls-replication yes",

@@ -11,10 +11,16 @@ import (
 // primary and every replica of every slot range, and every replica's link
 // to its primary is up. Measurements taken before this are misleading.
 func (c *Cluster) WaitHealthy(ctx context.Context) error {
-	return c.poll(ctx, "the cluster is healthy", func(ctx context.Context) (bool, error) {
-		ok, _ := c.healthy(ctx)
+	var why string
+	err := c.poll(ctx, "the cluster is healthy", func(ctx context.Context) (bool, error) {
+		var ok bool
+		ok, why = c.healthy(ctx)
 		return ok, nil
 	})
+	if err != nil && why != "" {
+		return fmt.Errorf("%w (last: %s)", err, why)
+	}
+	return err
 }
 
 // healthy reports whether the cluster is healthy, and if not, why.

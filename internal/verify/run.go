@@ -62,6 +62,11 @@ type Config struct {
 	LeaseTTL, RenewEvery time.Duration
 }
 
+// recoverWithin bounds the wait, after the run, for the cluster to be
+// healthy again before its final state is read: a cluster that does not
+// heal is a broken run, reported, not a wait without end.
+const recoverWithin = 2 * time.Minute
+
 // DefaultConfig is a run of a minute with every fault.
 func DefaultConfig() Config {
 	return Config{Instances: 2, Duration: time.Minute, Faults: FaultNames(), FaultEvery: 3 * time.Second, FaultFor: 6 * time.Second,
@@ -214,8 +219,10 @@ func Run(ctx context.Context, cfg Config) (h History, err error) {
 			}
 		}
 	}
-	if err := c.WaitHealthy(ctx); err != nil {
-		return h, fmt.Errorf("the cluster did not recover: %w", err)
+	wctx, cancel := context.WithTimeout(ctx, recoverWithin)
+	defer cancel()
+	if err := c.WaitHealthy(wctx); err != nil {
+		return h, fmt.Errorf("the cluster did not recover within %s: %w", recoverWithin, err)
 	}
 	settle := cfg.AllocationTimeout + cfg.ReservationTTL + cfg.Slack()
 	say("%d operations recorded; settling for %s", len(h.Ops), settle)
