@@ -86,7 +86,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, opts ...Option) (*Ap
 		return nil, err
 	}
 	handler, err := httpapi.New(cfg.API, httpapi.Deps{Drivers: a.DriverAPI(), Bookings: a.bookings,
-		Rules: cfg.Rules, Now: a.router.Now, ClockAhead: a.router.ClusterOffset, Log: log.With("component", "http"), Registerer: a.reg, Stopping: a.stopping})
+		Rules: cfg.Rules, Now: a.router.Now, ClockAhead: a.router.NowAhead, Log: log.With("component", "http"), Registerer: a.reg, Stopping: a.stopping})
 	if err != nil {
 		a.router.Close()
 		return nil, err

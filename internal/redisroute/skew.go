@@ -193,6 +193,12 @@ func (r *Router) readClusterTime() {
 // ClusterOffset is how far Now is from this process's own clock.
 func (r *Router) ClusterOffset() time.Duration { return time.Duration(r.clusterOffset.Load()) }
 
+// NowAhead is how far Now is ahead of time.Now, the clock contexts'
+// deadlines are on: a time in the cluster's clock (a client's deadline)
+// moved back by it is on time.Now. It is ClusterOffset, but for a test's
+// or a drill's Config.Wall.
+func (r *Router) NowAhead() time.Duration { return r.ClusterOffset() + r.wallAhead() }
+
 // setClusterOffset takes the cluster's time from the nodes' precise
 // readings (a round trip of at most 2 × maxClockUncertainty) not older
 // than maxClockAge, and only from a majority of the nodes: their median,

@@ -83,6 +83,9 @@ func TestAnInstanceWhoseClockIsOffKeepsTheClustersTime(t *testing.T) {
 			if off := r.ClusterOffset(); off < -skew-bound || off > -skew+bound {
 				t.Errorf("ClusterOffset = %v, want %v ± %v", off, -skew, bound)
 			}
+			if ahead := r.NowAhead(); ahead < -bound || ahead > bound {
+				t.Errorf("NowAhead = %v, want 0 ± %v: Now is the machine's clock, the one contexts run on", ahead, bound)
+			}
 			waitMetric(t, reg, "apollo_cluster_clock_offset_seconds", "", func(v float64) bool {
 				return v > (-skew-bound).Seconds() && v < (-skew+bound).Seconds()
 			})
