@@ -16,7 +16,8 @@ import (
 // A write that fails says so when nothing it asked for was done: every
 // Redis write it sent came back refused. A client (and apollo verify) can
 // then count it as failed, not as "may have happened until its
-// deadline". A full primary refuses before anything runs; a hung one
+// deadline". A full primary, or one that cannot persist, refuses before
+// anything runs; a hung one
 // leaves the outcome unknown, and the answer must not claim otherwise.
 func TestAFailedWriteSaysWhenNothingWasDone(t *testing.T) {
 	c := clustertest.Start(t, func(cfg *localcluster.Config) { cfg.Primaries, cfg.Replicas = 1, 1 })
@@ -53,6 +54,19 @@ func TestAFailedWriteSaysWhenNothingWasDone(t *testing.T) {
 		t.Errorf("heartbeat to a full primary = %d %+v, want 503 saying not_applied", code, a.Error)
 	}
 
+	// A primary that cannot persist refuses before anything runs too, and
+	// it is the cluster's state, not a bug: a 503 that says why.
+	if err := primary.FailPersistence(ctx); err != nil {
+		t.Fatal(err)
+	}
+	code, a = heartbeat(3 * time.Second)
+	if err := primary.RestorePersistence(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if code != 503 || !a.Error.NotApplied || !strings.Contains(a.Error.Message, "disk") {
+		t.Errorf("heartbeat to a primary that cannot persist = %d %+v, want 503 saying not_applied and why", code, a.Error)
+	}
+
 	if err := primary.Pause(); err != nil {
 		t.Fatal(err)
 	}
@@ -68,6 +82,7 @@ func TestAFailedWriteSaysWhenNothingWasDone(t *testing.T) {
 type errorAnswer struct {
 	Error struct {
 		Code       string `json:"code"`
+		Message    string `json:"message"`
 		NotApplied bool   `json:"not_applied"`
 	} `json:"error"`
 }

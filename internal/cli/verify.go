@@ -32,7 +32,8 @@ could create it ran (within 0.5 s: instances keep the cluster's time).
 
 Faults: replica-crash, replica-hang, primary-crash (heals after a replica is
 promoted), primary-hang, primary-full (a primary at its maxmemory refuses
-writes, OOM), switchover (CLUSTER FAILOVER on a replica while its primary
+writes, OOM), primary-disk (a primary whose snapshot failed, as on a full
+disk, refuses writes, MISCONF), switchover (CLUSTER FAILOVER on a replica while its primary
 is up, as an upgrade does), forced-switchover (CLUSTER FAILOVER FORCE: the
 replica takes over without its primary's agreement), handshake (one node refuses Apollo's password),
 instance-kill (SIGKILL of one apollo instance, restarted), instance-pause

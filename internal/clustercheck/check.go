@@ -200,6 +200,9 @@ func probe(ctx context.Context, opts Options, n *Node, all []Node) {
 	n.ProbeMs = float64(time.Since(start).Microseconds()) / 1000
 	n.Persistence = readPersistence(ctx, c)
 	n.Memory = readMemory(ctx, c)
+	if d, err := redisroute.ReadPersistence(ctx, c, n.Addr); err == nil {
+		n.Disk = &d
+	}
 	if clk, err := redisroute.ReadClock(ctx, c, time.Now); err == nil {
 		clk.Addr = n.Addr
 		n.Clock = &clk

@@ -65,15 +65,26 @@ func TestCheckFlagsRiskySettings(t *testing.T) {
 		cfg.Primaries, cfg.Replicas = 3, 1
 		cfg.NodeTimeout = 15 * time.Second
 	})
-	rep, err := clustercheck.Run(context.Background(), clustercheck.Options{Addrs: c.Addrs()[:1], ReadPolicy: "replica-preferred"})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	// A primary that cannot persist (its snapshot failed) refuses writes.
+	primary := c.Primary(ctx, 1)
+	if err := primary.FailPersistence(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = primary.RestorePersistence(context.Background()) })
+	rep, err := clustercheck.Run(ctx, clustercheck.Options{Addrs: c.Addrs()[:1], ReadPolicy: "replica-preferred"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	codes := map[string]bool{}
 	for _, f := range rep.Findings {
 		codes[f.Code] = true
+		if f.Code == "persistence_failing" && f.Node != primary.Addr {
+			t.Errorf("persistence_failing names %s, want %s", f.Node, primary.Addr)
+		}
 	}
-	for _, want := range []string{"few_replicas", "node_timeout", "reads_when_down", "read_policy", "persistence_none"} {
+	for _, want := range []string{"few_replicas", "node_timeout", "reads_when_down", "read_policy", "persistence_none", "persistence_failing"} {
 		if !codes[want] {
 			t.Errorf("finding %s missing: %+v", want, rep.Findings)
 		}

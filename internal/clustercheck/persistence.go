@@ -95,3 +95,21 @@ func persistenceFindings(nodes []Node) []Finding {
 	}
 	return out
 }
+
+// diskFindings names the nodes whose last snapshot or AOF write failed: a
+// primary among them refuses every write now.
+func diskFindings(nodes []Node) []Finding {
+	var out []Finding
+	for _, n := range nodes {
+		if !n.Reachable || n.Disk == nil || !n.Disk.Failing() {
+			continue
+		}
+		what := "its last RDB snapshot failed"
+		if n.Disk.AOFFailed {
+			what = "its last AOF write failed"
+		}
+		out = append(out, Finding{Severity: Critical, Code: "persistence_failing", Node: n.Addr,
+			Message: what + " (a full disk, a directory it may no longer write: its log says which): as a primary it refuses every write (MISCONF), and Apollo answers 503 for every change on its shard. Mend the disk, then BGSAVE"})
+	}
+	return out
+}

@@ -3,6 +3,8 @@ package clustercheck
 import (
 	"strings"
 	"testing"
+
+	"github.com/apollo-platform/apollo/internal/redisroute"
 )
 
 func TestPersistenceFindingsSayWhatARestartOfEveryNodeLoses(t *testing.T) {
@@ -37,6 +39,37 @@ func TestPersistenceFindingsSayWhatARestartOfEveryNodeLoses(t *testing.T) {
 			}
 			if len(got) > 0 && got[0].Code == "persistence_none" && got[0].Severity != Warning {
 				t.Errorf("no persistence is a %v, want a warning", got[0].Severity)
+			}
+		})
+	}
+}
+
+func TestDiskFindingsNameNodesThatCannotPersist(t *testing.T) {
+	node := func(addr string, d *redisroute.NodePersistence) Node {
+		return Node{Addr: addr, Reachable: true, Disk: d}
+	}
+	for _, tc := range []struct {
+		name  string
+		nodes []Node
+		want  []string // code:node:what the message says
+	}{
+		{"persisting: nothing to say", []Node{node("a", &redisroute.NodePersistence{})}, nil},
+		{"a failed snapshot", []Node{node("a", &redisroute.NodePersistence{}), node("b", &redisroute.NodePersistence{SnapshotFailed: true})},
+			[]string{"persistence_failing:b:last RDB snapshot failed"}},
+		{"a failed AOF write", []Node{node("a", &redisroute.NodePersistence{AOFFailed: true})},
+			[]string{"persistence_failing:a:last AOF write failed"}},
+		{"unread and unreachable nodes are not judged", []Node{node("a", nil), {Addr: "b", Disk: &redisroute.NodePersistence{SnapshotFailed: true}}}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := diskFindings(tc.nodes)
+			if len(got) != len(tc.want) {
+				t.Fatalf("got %d findings %+v, want %v", len(got), got, tc.want)
+			}
+			for i, w := range tc.want {
+				parts := strings.SplitN(w, ":", 3)
+				if got[i].Code != parts[0] || got[i].Node != parts[1] || !strings.Contains(got[i].Message, parts[2]) || got[i].Severity != Critical {
+					t.Errorf("finding %d = %v %s on %s %q, want critical %s on %s saying %q", i, got[i].Severity, got[i].Code, got[i].Node, got[i].Message, parts[0], parts[1], parts[2])
+				}
 			}
 		})
 	}

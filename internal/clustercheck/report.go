@@ -69,6 +69,10 @@ type Node struct {
 	// Memory is the node's used memory, maxmemory and eviction policy;
 	// nil when INFO memory could not be read.
 	Memory *Memory `json:"memory,omitempty"`
+	// Disk says whether the node's last RDB snapshot or AOF write failed
+	// (it then refuses every write, MISCONF); nil when INFO persistence
+	// could not be read.
+	Disk *redisroute.NodePersistence `json:"disk,omitempty"`
 }
 
 // Shard is a primary and its replicas.

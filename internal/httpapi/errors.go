@@ -215,6 +215,8 @@ func classify(err error) problem {
 		p = problem{status: http.StatusServiceUnavailable, code: CodeUnavailable, message: "the request's deadline passed before storage made one of its changes, which was not made (a change before it may have been): read back what you changed, or try again"}
 	case errors.Is(err, redisstore.ErrFull):
 		p = problem{status: http.StatusServiceUnavailable, code: CodeUnavailable, message: "storage is out of memory (Redis reached its maxmemory) and refused a change, which was not made (a change before it may have been): try again later"}
+	case errors.Is(err, redisstore.ErrCannotPersist):
+		p = problem{status: http.StatusServiceUnavailable, code: CodeUnavailable, message: "storage cannot save to disk (a Redis primary's last snapshot or append-only file write failed) and refused a change, which was not made (a change before it may have been): try again later"}
 	case errors.Is(err, redisstore.ErrUnavailable), errors.Is(err, context.DeadlineExceeded):
 		p = problem{status: http.StatusServiceUnavailable, code: CodeUnavailable, message: "storage is unavailable; try again"}
 	case errors.Is(err, context.Canceled):

@@ -33,6 +33,8 @@ func TestErrorMapping(t *testing.T) {
 			"the request's deadline passed before storage made one of its changes, which was not made (a change before it may have been): read back what you changed, or try again", "", false},
 		{"out of memory", fmt.Errorf("%w: %w", redisstore.ErrUnavailable, redisstore.ErrFull), 503, httpapi.CodeUnavailable,
 			"storage is out of memory (Redis reached its maxmemory) and refused a change, which was not made (a change before it may have been): try again later", "", false},
+		{"cannot persist", fmt.Errorf("%w: %w", redisstore.ErrUnavailable, redisstore.ErrCannotPersist), 503, httpapi.CodeUnavailable,
+			"storage cannot save to disk (a Redis primary's last snapshot or append-only file write failed) and refused a change, which was not made (a change before it may have been): try again later", "", false},
 		{"deadline", fmt.Errorf("hgetall: %w", context.DeadlineExceeded), 503, httpapi.CodeUnavailable, "storage is unavailable; try again", "", false},
 		{"cancelled", context.Canceled, 503, httpapi.CodeUnavailable, "request cancelled", "", false},
 		{"transition", &driver.TransitionError{From: driver.StatusOffline, Event: driver.EventAccept, Reason: "not allowed"},

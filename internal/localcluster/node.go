@@ -49,6 +49,8 @@ type Node struct {
 	id    string
 	cmd   *exec.Cmd
 	state ProcState
+	// persist is set while FailPersistence's fault is on.
+	persist *persistFault
 }
 
 // ID is the node's cluster node id.

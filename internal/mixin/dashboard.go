@@ -110,6 +110,8 @@ func rows() []row {
 					{`max by (node) (apollo_redis_node_used_memory_bytes{instance=~"$instance"})`, "used {{node}}"},
 					{`max by (node) (apollo_redis_node_maxmemory_bytes{instance=~"$instance"})`, "maxmemory {{node}}"},
 				}},
+			{"Nodes that cannot persist", "1 while a node's last RDB snapshot or AOF write failed (a full disk, a directory it may no longer write): a primary in this state refuses every write (MISCONF, a 503 for every change on its shard).", "short",
+				[]Query{{`max by (node) (apollo_redis_node_cannot_persist{instance=~"$instance"})`, "{{node}}"}}},
 			{"Keys evicted", "Keys a node deleted to make room (evicted_keys rising): bookings or reservations may be gone. Any is an incident; a node that may evict at all is alerted on.", "short",
 				[]Query{
 					{`max by (node) (increase(apollo_redis_node_evicted_keys{instance=~"$instance"}[$__rate_interval]))`, "evicted {{node}}"},

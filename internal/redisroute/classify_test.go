@@ -84,6 +84,9 @@ func TestClassifyEveryRedisErrorClass(t *testing.T) {
 		{"OOM refuses the write only", func(t *testing.T) error {
 			return replyErr(t, "-OOM command not allowed when used memory > 'maxmemory'.")
 		}, classReply},
+		{"MISCONF (cannot persist) refuses writes only", func(t *testing.T) error {
+			return replyErr(t, "-MISCONF Redis is configured to save RDB snapshots, but it's currently unable to persist to disk.")
+		}, classReply},
 		{"MOVED", func(t *testing.T) error { return replyErr(t, "-MOVED 3999 127.0.0.1:6381") }, classMoved},
 		{"ASK", func(t *testing.T) error { return replyErr(t, "-ASK 3999 127.0.0.1:6381") }, classAsk},
 		{"TRYAGAIN", func(t *testing.T) error {

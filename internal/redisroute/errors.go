@@ -96,6 +96,15 @@ func IsOutOfMemory(err error) bool {
 	return errors.As(err, &rerr) && strings.HasPrefix(rerr.Error(), "OOM ")
 }
 
+// IsCannotPersist reports a node's MISCONF refusal: its last RDB snapshot
+// or AOF write failed (a full disk, a directory it may no longer write),
+// and until one succeeds it refuses every write, and PING, before the
+// command (or a script's first write) runs. It still serves reads.
+func IsCannotPersist(err error) bool {
+	var rerr redis.Error
+	return errors.As(err, &rerr) && strings.HasPrefix(rerr.Error(), "MISCONF ")
+}
+
 // isRefusal reports the Redis errors of a node that will not serve this
 // client: a password or ACL user it does not know (a rotation half done, a
 // replaced node without the ACL user), a user without the rights Apollo

@@ -129,7 +129,9 @@ func (r *Router) probeEjected() {
 			ctx, cancel := context.WithTimeout(context.Background(), r.cfg.ProbeInterval)
 			err := n.probe.Ping(ctx).Err()
 			cancel()
-			r.probeResult(n, err == nil)
+			// A node that cannot persist refuses PING too (MISCONF), yet
+			// it answers, and serves reads.
+			r.probeResult(n, err == nil || IsCannotPersist(err))
 		}()
 	}
 	wg.Wait()

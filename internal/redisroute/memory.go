@@ -37,11 +37,7 @@ func (m NodeMemory) MayEvict() bool { return m.Max > 0 && m.Policy != "noevictio
 // ok is false when maxmemory_policy is missing (not an INFO of these).
 func parseMemory(addr, info string) (m NodeMemory, ok bool) {
 	m.Addr = addr
-	for _, line := range strings.Split(info, "\n") {
-		k, v, found := strings.Cut(strings.TrimRight(line, "\r"), ":")
-		if !found {
-			continue
-		}
+	infoFields(info, func(k, v string) {
 		switch k {
 		case "used_memory":
 			m.Used, _ = strconv.ParseInt(v, 10, 64)
@@ -52,8 +48,17 @@ func parseMemory(addr, info string) (m NodeMemory, ok bool) {
 		case "evicted_keys":
 			m.Evicted, _ = strconv.ParseInt(v, 10, 64)
 		}
-	}
+	})
 	return m, ok
+}
+
+// infoFields calls f with each "field:value" line of an INFO text.
+func infoFields(info string, f func(k, v string)) {
+	for _, line := range strings.Split(info, "\n") {
+		if k, v, found := strings.Cut(strings.TrimRight(line, "\r"), ":"); found {
+			f(k, v)
+		}
+	}
 }
 
 // Memory asks every node of the current topology for its room now, each

@@ -16,6 +16,7 @@ type metrics struct {
 	replicaBehind *prometheus.GaugeVec
 	// memory.go: each node's room, from INFO memory and INFO stats.
 	memoryUsed, memoryMax, memoryMayEvict, evictedKeys *prometheus.GaugeVec
+	cannotPersist                                      *prometheus.GaugeVec // persist.go: whether each node can write its data to disk
 	clockOffset                                        *prometheus.GaugeVec
 	clusterOffset                                      prometheus.Gauge
 	refreshes                                          *prometheus.CounterVec
@@ -71,6 +72,9 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		evictedKeys: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "apollo_redis_node_evicted_keys", Help: "evicted_keys of each node (INFO stats): keys it deleted to make room since it started. Any increase may have lost bookings or reservations.",
 		}, []string{"node"}),
+		cannotPersist: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "apollo_redis_node_cannot_persist", Help: "1 while a node's last RDB snapshot or AOF write failed (INFO persistence): it refuses every write (MISCONF) until one succeeds.",
+		}, []string{"node"}),
 		clockOffset: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "apollo_redis_node_clock_offset_seconds", Help: "Each node's clock (TIME) minus this instance's, at the last precise reading. Write deadlines are moved by it; Redis still expires keys by its own clock.",
 		}, []string{"node"}),
@@ -112,7 +116,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	if reg == nil {
 		return m, nil
 	}
-	for _, c := range []prometheus.Collector{m.latency, m.nodeErrors, m.ejections, m.ejected, m.replicaBehind, m.memoryUsed, m.memoryMax, m.memoryMayEvict, m.evictedKeys, m.clockOffset, m.clusterOffset, m.refreshes, m.refreshDeduped, m.kept, m.hedges, m.retries, m.fallbacks, m.commands, m.subscriptionsLost} {
+	for _, c := range []prometheus.Collector{m.latency, m.nodeErrors, m.ejections, m.ejected, m.replicaBehind, m.memoryUsed, m.memoryMax, m.memoryMayEvict, m.evictedKeys, m.cannotPersist, m.clockOffset, m.clusterOffset, m.refreshes, m.refreshDeduped, m.kept, m.hedges, m.retries, m.fallbacks, m.commands, m.subscriptionsLost} {
 		if err := reg.Register(c); err != nil {
 			return nil, errors.Join(errors.New("register redisroute metrics"), err)
 		}
@@ -136,7 +140,7 @@ func (m *metrics) forgetLeft(old, now *topology) {
 		if in[n.addr] == nil {
 			m.ejected.DeleteLabelValues(n.addr)
 			m.replicaBehind.DeleteLabelValues(n.addr)
-			for _, g := range []*prometheus.GaugeVec{m.memoryUsed, m.memoryMax, m.memoryMayEvict, m.evictedKeys, m.clockOffset} {
+			for _, g := range []*prometheus.GaugeVec{m.memoryUsed, m.memoryMax, m.memoryMayEvict, m.evictedKeys, m.cannotPersist, m.clockOffset} {
 				g.DeleteLabelValues(n.addr)
 			}
 		}

@@ -28,6 +28,8 @@ type Router struct {
 	departed    map[string]departed // nodes that left the slot map, by address; under departedMu
 	memMu       sync.Mutex
 	memLast     map[string]NodeMemory // each node's last memory check, by address; under memMu
+	persistMu   sync.Mutex
+	persistLast map[string]NodePersistence // each node's last persistence check, by address; under persistMu
 	refreshCh   chan string
 	refreshSeq  atomic.Uint32
 
@@ -79,18 +81,19 @@ func New(ctx context.Context, cfg Config, reg prometheus.Registerer, log *slog.L
 		return nil, err
 	}
 	r := &Router{
-		cfg:       cfg,
-		log:       log,
-		m:         m,
-		clock:     realClock{},
-		refreshCh: make(chan string, 1),
-		nodes:     map[string]*node{},
-		departed:  map[string]departed{},
-		memLast:   map[string]NodeMemory{},
-		hedges:    newBudget(cfg.HedgeBudget, cfg.BudgetBurst),
-		retries:   newBudget(cfg.RetryBudget, cfg.BudgetBurst),
-		stop:      make(chan struct{}),
-		idle:      make(chan func()),
+		cfg:         cfg,
+		log:         log,
+		m:           m,
+		clock:       realClock{},
+		refreshCh:   make(chan string, 1),
+		nodes:       map[string]*node{},
+		departed:    map[string]departed{},
+		memLast:     map[string]NodeMemory{},
+		persistLast: map[string]NodePersistence{},
+		hedges:      newBudget(cfg.HedgeBudget, cfg.BudgetBurst),
+		retries:     newBudget(cfg.RetryBudget, cfg.BudgetBurst),
+		stop:        make(chan struct{}),
+		idle:        make(chan func()),
 	}
 	if err := r.refresh(ctx, refreshInitial); err != nil {
 		r.closeNodes()
@@ -119,7 +122,7 @@ func New(ctx context.Context, cfg Config, reg prometheus.Registerer, log *slog.L
 	go r.every(cfg.MemoryCheckInterval, r.checkClocks)
 	if cfg.Policy != Legacy2019 {
 		r.wg.Add(5)
-		go func() { r.checkMemory(); r.every(cfg.MemoryCheckInterval, r.checkMemory) }() // exported from the start
+		go func() { r.checkNodes(); r.every(cfg.MemoryCheckInterval, r.checkNodes) }() // exported from the start
 		go r.every(time.Second, r.checkSubscriptions)
 		go r.watchdogLoop()
 		go r.every(cfg.ProbeInterval, r.probeEjected)

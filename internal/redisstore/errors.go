@@ -14,4 +14,10 @@ var (
 	// before anything ran. It comes wrapped in ErrUnavailable: the
 	// cluster cannot take writes there until it has room.
 	ErrFull = errors.New("redis is out of memory (maxmemory reached): the write was refused and nothing was written")
+	// ErrCannotPersist: a primary whose last snapshot or append-only file
+	// write failed (a full disk, a directory it may no longer write)
+	// refused the write (MISCONF) before anything ran. It comes wrapped
+	// in ErrUnavailable: the shard takes no write until Redis persists
+	// again.
+	ErrCannotPersist = errors.New("redis cannot persist to disk (its last snapshot or AOF write failed): the write was refused and nothing was written")
 )

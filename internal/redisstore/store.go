@@ -131,6 +131,10 @@ func storeErr(err error) error {
 		// ran: Redis lets a script that has written go on, so a script is
 		// refused whole or not at all.
 		return fmt.Errorf("%w: %w: %w", ErrUnavailable, ErrFull, err)
+	case redisroute.IsCannotPersist(err):
+		// Likewise refused before anything ran: while Redis cannot
+		// persist, every write is.
+		return fmt.Errorf("%w: %w: %w", ErrUnavailable, ErrCannotPersist, err)
 	case reply && !errors.Is(err, redisroute.ErrUnavailable), errors.Is(err, redisroute.ErrInvalidCommand):
 		return err
 	}

@@ -19,7 +19,7 @@ import (
 // FaultNames lists the faults the nemesis knows, in the order a run
 // without --faults injects them.
 func FaultNames() []string {
-	return []string{"replica-crash", "replica-hang", "primary-crash", "primary-hang", "primary-full", "switchover", "forced-switchover", "handshake", "instance-kill",
+	return []string{"replica-crash", "replica-hang", "primary-crash", "primary-hang", "primary-full", "primary-disk", "switchover", "forced-switchover", "handshake", "instance-kill",
 		"instance-pause", "instance-clock", "primary-partition", "reshard", "cluster-restart"}
 }
 
@@ -158,6 +158,8 @@ func (n *nemesis) fault(ctx context.Context, name string) (drill.Fault, error) {
 		return drill.Hang(n.c, "primary "+primary.Addr, primary), nil
 	case "primary-full":
 		return n.full(primary), nil
+	case "primary-disk":
+		return n.disk(primary), nil
 	case "switchover", "forced-switchover":
 		return n.switchover(primary, n.pick(replicas), name == "forced-switchover"), nil
 	case "handshake":
