@@ -67,6 +67,18 @@ func TestAFailedWriteSaysWhenNothingWasDone(t *testing.T) {
 		t.Errorf("heartbeat to a primary that cannot persist = %d %+v, want 503 saying not_applied and why", code, a.Error)
 	}
 
+	// A primary busy with a script answers BUSY and runs nothing.
+	if err := primary.Busy(ctx); err != nil {
+		t.Fatal(err)
+	}
+	code, a = heartbeat(time.Second)
+	if err := primary.Unbusy(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if code != 503 || !a.Error.NotApplied {
+		t.Errorf("heartbeat to a busy primary = %d %+v, want 503 saying not_applied", code, a.Error)
+	}
+
 	if err := primary.Pause(); err != nil {
 		t.Fatal(err)
 	}

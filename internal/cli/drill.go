@@ -22,8 +22,9 @@ Reproduce a failure on a local Redis Cluster and compare, side by side, the
 3 × 2 cluster seeded with drivers through the real driver store, under the
 batch availability read (the call of the 2019 incident).
 
-Scenarios: replica-crash, replica-hang, primary-crash, slow-replica, reshard,
-full-outage. Exit code 1 when apollo misses the SLO.`
+Scenarios: replica-crash, replica-hang, replica-busy (a script that never
+ends runs on the replica: it answers BUSY to every command), primary-crash,
+slow-replica, reshard, full-outage. Exit code 1 when apollo misses the SLO.`
 
 func runDrill(ctx context.Context, e env, args []string) error {
 	cfg := drill.DefaultConfig()

@@ -36,6 +36,7 @@ writes, OOM), primary-disk (a primary whose snapshot failed, as on a full
 disk, refuses writes, MISCONF), switchover (CLUSTER FAILOVER on a replica while its primary
 is up, as an upgrade does), forced-switchover (CLUSTER FAILOVER FORCE: the
 replica takes over without its primary's agreement), handshake (one node refuses Apollo's password),
+busy-script (one node runs a script that never ends and answers BUSY to everything),
 instance-kill (SIGKILL of one apollo instance, restarted), instance-pause
 (SIGSTOP of one apollo instance for the fault's length, then SIGCONT: it
 wakes holding leases and claims that have run out), instance-clock (one

@@ -16,6 +16,7 @@ type Scenario string
 const (
 	ReplicaCrash Scenario = "replica-crash" // the 2019 incident
 	ReplicaHang  Scenario = "replica-hang"  // SIGSTOP for longer than the node timeout
+	ReplicaBusy  Scenario = "replica-busy"  // a script that never ends: BUSY to every command
 	PrimaryCrash Scenario = "primary-crash" // failover
 	SlowReplica  Scenario = "slow-replica"  // latency on one replica
 	ReshardSlots Scenario = "reshard"       // 1000 slots moved under load
@@ -24,7 +25,7 @@ const (
 
 // Scenarios lists every scenario.
 func Scenarios() []Scenario {
-	return []Scenario{ReplicaCrash, ReplicaHang, PrimaryCrash, SlowReplica, ReshardSlots, FullOutage}
+	return []Scenario{ReplicaCrash, ReplicaHang, ReplicaBusy, PrimaryCrash, SlowReplica, ReshardSlots, FullOutage}
 }
 
 // ParseScenario parses a scenario name.
@@ -34,7 +35,7 @@ func ParseScenario(s string) (Scenario, error) {
 			return sc, nil
 		}
 	}
-	names := make([]string, 0, 6)
+	names := make([]string, 0, len(Scenarios()))
 	for _, sc := range Scenarios() {
 		names = append(names, string(sc))
 	}
@@ -54,6 +55,8 @@ func (s Scenario) Fault(ctx context.Context, c *localcluster.Cluster) (Fault, er
 		return Crash(c, replicas[0], "replica"), nil
 	case ReplicaHang:
 		return Hang(c, "replica", replicas[0]), nil
+	case ReplicaBusy:
+		return FaultFunc{Label: "replica busy with a script (BUSY) " + replicas[0].Addr, InjectFn: replicas[0].Busy, HealFn: replicas[0].Unbusy}, nil
 	case PrimaryCrash:
 		return Crash(c, primary, "primary"), nil
 	case SlowReplica:

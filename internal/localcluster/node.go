@@ -49,8 +49,9 @@ type Node struct {
 	id    string
 	cmd   *exec.Cmd
 	state ProcState
-	// persist is set while FailPersistence's fault is on.
+	// persist is set while FailPersistence's fault is on, busy while Busy's.
 	persist *persistFault
+	busy    *busyFault
 }
 
 // ID is the node's cluster node id.

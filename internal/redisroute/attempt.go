@@ -144,6 +144,9 @@ func (r *Router) nodeFailed(n *node, cl class, err error) {
 		kind, reason = "unsent", ejectRefused
 	case classRefused:
 		kind, reason = "auth", ejectAuth
+		if isBusy(err) {
+			kind, reason = "busy", ejectBusy
+		}
 	}
 	r.m.nodeErrors.WithLabelValues(n.addr, kind).Inc()
 	r.eject(n, reason)

@@ -87,6 +87,12 @@ func TestClassifyEveryRedisErrorClass(t *testing.T) {
 		{"MISCONF (cannot persist) refuses writes only", func(t *testing.T) error {
 			return replyErr(t, "-MISCONF Redis is configured to save RDB snapshots, but it's currently unable to persist to disk.")
 		}, classReply},
+		{"BUSY: a script runs there, nothing else does", func(t *testing.T) error {
+			return replyErr(t, "-BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.")
+		}, classRefused},
+		{"BUSYKEY is about the command", func(t *testing.T) error {
+			return replyErr(t, "-BUSYKEY Target key name already exists.")
+		}, classReply},
 		{"MOVED", func(t *testing.T) error { return replyErr(t, "-MOVED 3999 127.0.0.1:6381") }, classMoved},
 		{"ASK", func(t *testing.T) error { return replyErr(t, "-ASK 3999 127.0.0.1:6381") }, classAsk},
 		{"TRYAGAIN", func(t *testing.T) error {

@@ -49,7 +49,7 @@ const (
 	classClusterDn        // CLUSTERDOWN / MASTERDOWN: back off, refresh
 	classNotServed        // READONLY / LOADING: this node cannot serve it now; refresh, other node
 	classUnsent           // the request never left: dial failed, pool exhausted
-	classRefused          // the node refused us: authentication or permission failed (WRONGPASS, NOAUTH, NOPERM); nothing ran
+	classRefused          // the node refused us: authentication or permission failed (WRONGPASS, NOAUTH, NOPERM), or it is busy with a script (BUSY); nothing ran
 	classUnanswered       // sent (maybe), no reply: timeout, EOF, reset
 	classCanceled         // the caller's context ended
 )
@@ -79,7 +79,7 @@ func classify(err error) class {
 		return classClusterDn
 	case redis.IsReadOnlyError(err), redis.IsLoadingError(err):
 		return classNotServed
-	case isRefusal(err):
+	case isRefusal(err), isBusy(err):
 		return classRefused
 	}
 	var rerr redis.Error
@@ -121,6 +121,16 @@ func isRefusal(err error) bool {
 	// AUTH sent to a node that has no password, and Redis < 6's wording.
 	msg := rerr.Error()
 	return strings.HasPrefix(msg, "ERR AUTH") || strings.HasPrefix(msg, "ERR invalid password") || strings.HasPrefix(msg, "ERR Client sent AUTH")
+}
+
+// isBusy reports a node busy with a script that has run past
+// busy-reply-threshold (5 s by default; another application's, sharing the
+// cluster): it answers every command with BUSY, PING and reads included,
+// and runs none, until the script ends or is killed. It is up and answers,
+// yet serves nothing: a failed node, like one that refuses us.
+func isBusy(err error) bool {
+	var rerr redis.Error
+	return errors.As(err, &rerr) && strings.HasPrefix(rerr.Error(), "BUSY ")
 }
 
 // isWriteRefused reports the refusals of a primary that will take no write

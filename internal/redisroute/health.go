@@ -12,6 +12,7 @@ const (
 	ejectUnanswered = "unanswered"
 	ejectStalled    = "stalled"
 	ejectAuth       = "auth" // the node refused our credentials or rights
+	ejectBusy       = "busy" // the node answers BUSY: a script runs on it
 )
 
 // eject stops routing to n until probes re-admit it. It refuses to eject

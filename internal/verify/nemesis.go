@@ -19,7 +19,7 @@ import (
 // FaultNames lists the faults the nemesis knows, in the order a run
 // without --faults injects them.
 func FaultNames() []string {
-	return []string{"replica-crash", "replica-hang", "primary-crash", "primary-hang", "primary-full", "primary-disk", "switchover", "forced-switchover", "handshake", "instance-kill",
+	return []string{"replica-crash", "replica-hang", "primary-crash", "primary-hang", "primary-full", "primary-disk", "switchover", "forced-switchover", "handshake", "busy-script", "instance-kill",
 		"instance-pause", "instance-clock", "primary-partition", "reshard", "cluster-restart"}
 }
 
@@ -159,11 +159,22 @@ func (n *nemesis) fault(ctx context.Context, name string) (drill.Fault, error) {
 	case "primary-full":
 		return n.full(primary), nil
 	case "primary-disk":
-		return n.disk(primary), nil
+		// As a full disk does: its snapshot fails, and it refuses every
+		// write, and PING, with MISCONF, while it serves plain reads
+		// (confirmed reads fail: their fence is a write). Healing takes a
+		// snapshot that succeeds, which ends the refusals.
+		return drill.FaultFunc{Label: "primary cannot persist (snapshot failed, MISCONF) " + primary.Addr,
+			InjectFn: primary.FailPersistence, HealFn: primary.RestorePersistence}, nil
 	case "switchover", "forced-switchover":
 		return n.switchover(primary, n.pick(replicas), name == "forced-switchover"), nil
 	case "handshake":
 		return n.handshake(n.pick(append(replicas, primary))), nil
+	case "busy-script":
+		// As another application's slow script does: the node answers
+		// every command with BUSY, while it stays up and in the cluster.
+		// Healing kills the script.
+		node := n.pick(append(replicas, primary))
+		return drill.FaultFunc{Label: "node busy with a script (BUSY) " + node.Addr, InjectFn: node.Busy, HealFn: node.Unbusy}, nil
 	case "primary-partition":
 		return &partitionFault{c: n.c, n: n, primary: primary, replicas: replicas}, nil
 	}
