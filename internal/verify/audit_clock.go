@@ -26,9 +26,6 @@ const clockTolerance = 500*time.Millisecond + time.Millisecond
 // reservation ends and Spampede's buckets that the other instances read
 // in another time. One violation per booking.
 func ClockOff(h History) []Violation {
-	if h.AllocationTimeout <= 0 {
-		return nil // an old history: the creation time cannot be told
-	}
 	first := map[string]int64{}
 	sentTo := map[string][]string{} // the instances a booking's creates went to
 	for _, op := range h.Ops {
@@ -42,20 +39,30 @@ func ClockOff(h History) []Violation {
 		}
 	}
 	var out []Violation
-	var seen []string
+	seen := map[string]bool{}
 	tol := clockTolerance.Nanoseconds()
 	for _, op := range h.Ops {
-		if op.Kind != CreateBooking || op.Outcome != OK || op.Seen.Deadline == 0 || slices.Contains(seen, op.BookingID) {
+		if op.Kind != CreateBooking || op.Outcome != OK || op.Seen.Deadline == 0 || seen[op.BookingID] {
 			continue
 		}
 		created := h.sinceStart(op.Seen.Deadline) - h.AllocationTimeout.Nanoseconds()
 		if created >= first[op.BookingID]-tol && created <= op.Return+tol {
 			continue
 		}
-		seen = append(seen, op.BookingID)
+		seen[op.BookingID] = true
 		out = append(out, Violation{Code: CodeClockOff, Bookings: []string{op.BookingID}, Ops: []int{op.ID}, Instances: slices.Sorted(slices.Values(sentTo[op.BookingID])),
 			Message: fmt.Sprintf("booking %s was created at %s by its deadline, but the requests that could have created it ran from %s to %s (tolerance %s): the time of the instance that created it (one of those listed) is not the cluster's",
 				op.BookingID, runTime(created), runTime(first[op.BookingID]), runTime(op.Return), clockTolerance)})
 	}
 	return out
+}
+
+// noAllocationTimeout skips ClockOff on a history that does not record the
+// allocation timeout (written by an older apollo verify): a booking's
+// creation time cannot be told from its deadline without it.
+func noAllocationTimeout(h History) string {
+	if h.AllocationTimeout <= 0 {
+		return "the history records no allocation timeout (an older apollo verify wrote it): creation times cannot be told"
+	}
+	return ""
 }
