@@ -96,20 +96,20 @@ func persistenceFindings(nodes []Node) []Finding {
 	return out
 }
 
-// diskFindings names the nodes whose last snapshot or AOF write failed: a
-// primary among them refuses every write now.
+// diskFindings names the nodes that refuse writes because their last
+// snapshot or AOF write failed (they answer PING with MISCONF).
 func diskFindings(nodes []Node) []Finding {
 	var out []Finding
 	for _, n := range nodes {
 		if !n.Reachable || n.Disk == nil || !n.Disk.Failing() {
 			continue
 		}
-		what := "its last RDB snapshot failed"
+		what, mend := "its last RDB snapshot failed", "Mend the disk, then BGSAVE on it"
 		if n.Disk.AOFFailed {
-			what = "its last AOF write failed"
+			what, mend = "its last AOF write failed", "Mend the disk: the refusals end once Redis writes its AOF again"
 		}
 		out = append(out, Finding{Severity: Critical, Code: "persistence_failing", Node: n.Addr,
-			Message: what + " (a full disk, a directory it may no longer write: its log says which): as a primary it refuses every write (MISCONF), and Apollo answers 503 for every change on its shard. Mend the disk, then BGSAVE"})
+			Message: what + " (a full disk, a directory it may no longer write: its log says which), and it refuses every write (MISCONF): as a primary, Apollo answers 503 for every change on its shard; as a replica, it crashes at its next replicated write. " + mend + "."})
 	}
 	return out
 }

@@ -54,11 +54,12 @@ func TestDiskFindingsNameNodesThatCannotPersist(t *testing.T) {
 		want  []string // code:node:what the message says
 	}{
 		{"persisting: nothing to say", []Node{node("a", &redisroute.NodePersistence{})}, nil},
-		{"a failed snapshot", []Node{node("a", &redisroute.NodePersistence{}), node("b", &redisroute.NodePersistence{SnapshotFailed: true})},
+		{"a failed snapshot", []Node{node("a", &redisroute.NodePersistence{}), node("b", &redisroute.NodePersistence{RefusesWrites: true, SnapshotFailed: true})},
 			[]string{"persistence_failing:b:last RDB snapshot failed"}},
-		{"a failed AOF write", []Node{node("a", &redisroute.NodePersistence{AOFFailed: true})},
-			[]string{"persistence_failing:a:last AOF write failed"}},
-		{"unread and unreachable nodes are not judged", []Node{node("a", nil), {Addr: "b", Disk: &redisroute.NodePersistence{SnapshotFailed: true}}}, nil},
+		{"a failed snapshot that refuses nothing (no save points)", []Node{node("a", &redisroute.NodePersistence{SnapshotFailed: true})}, nil},
+		{"a failed AOF write", []Node{node("a", &redisroute.NodePersistence{RefusesWrites: true, AOFFailed: true})},
+			[]string{"persistence_failing:a:writes its AOF again"}},
+		{"unread and unreachable nodes are not judged", []Node{node("a", nil), {Addr: "b", Disk: &redisroute.NodePersistence{RefusesWrites: true}}}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := diskFindings(tc.nodes)

@@ -42,8 +42,9 @@ func (n *Node) Busy(ctx context.Context) error {
 	o := *n.opts
 	o.Addr, o.ReadTimeout = n.Addr, -1 // the script's answer comes when it is killed
 	f := &busyFault{threshold: got["busy-reply-threshold"], cl: redis.NewClient(&o), done: make(chan error, 1)}
+	// It ends when the script is killed, or its connection closed.
 	go func() { f.done <- f.cl.Eval(context.Background(), busyScript, nil).Err() }()
-	n.busy = f
+	n.busy = f // from here on, Unbusy has something to undo
 	// Busy once another client is answered BUSY.
 	for {
 		err := admin.Ping(ctx).Err()
@@ -61,9 +62,13 @@ func (n *Node) Busy(ctx context.Context) error {
 	}
 }
 
+// unbusyWithin bounds Unbusy, whatever its caller's context: it holds the
+// node's lock, which Kill and Close need.
+const unbusyWithin = 10 * time.Second
+
 // Unbusy ends what Busy started: the script is killed, its connection
-// closed, and busy-reply-threshold put back. A node not made busy is left
-// alone.
+// closed, and busy-reply-threshold put back, within unbusyWithin. A node
+// not made busy is left alone.
 func (n *Node) Unbusy(ctx context.Context) error {
 	n.mu.Lock()
 	defer n.mu.Unlock()
@@ -71,6 +76,8 @@ func (n *Node) Unbusy(ctx context.Context) error {
 	if f == nil {
 		return nil
 	}
+	ctx, cancel := context.WithTimeout(ctx, unbusyWithin)
+	defer cancel()
 	admin := n.Client()
 	defer admin.Close()
 	for {
@@ -80,7 +87,7 @@ func (n *Node) Unbusy(ctx context.Context) error {
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("SCRIPT KILL on %s: %w", n.Addr, err)
+			return fmt.Errorf("SCRIPT KILL on %s: %v: %w", n.Addr, err, ctx.Err())
 		case <-time.After(10 * time.Millisecond):
 		}
 	}

@@ -238,6 +238,11 @@ func (n *Node) killLocked() error {
 	_ = p.Signal(syscall.SIGCONT)
 	err := n.cmd.Wait()
 	n.state = Stopped
+	if n.busy != nil {
+		// Its script died with it, and a restart has the threshold back.
+		n.busy.cl.Close()
+		n.busy = nil
+	}
 	var exitErr *exec.ExitError
 	if err != nil && !errors.As(err, &exitErr) {
 		return fmt.Errorf("kill %s: %w", n.Addr, err)

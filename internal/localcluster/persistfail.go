@@ -65,13 +65,17 @@ func (n *Node) FailPersistence(ctx context.Context) error {
 // RestorePersistence undoes FailPersistence: the snapshot's path is freed,
 // a snapshot succeeds (which is what lets Redis take writes again), and
 // the save points are put back. A node that was not made to fail is left
-// alone.
+// alone; a paused one is refused (resume it first).
 func (n *Node) RestorePersistence(ctx context.Context) error {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	f := n.persist
 	if f == nil {
 		return nil
+	}
+	if n.state == Paused {
+		// It could not take the snapshot that ends the refusals.
+		return fmt.Errorf("%s is paused: resume it, then restore its persistence", n.Addr)
 	}
 	if err := os.Remove(f.path); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return err
@@ -82,8 +86,8 @@ func (n *Node) RestorePersistence(ctx context.Context) error {
 		}
 	}
 	n.persist = nil
-	if n.state != Running {
-		return nil // a node that is not running answers nothing; it starts healthy
+	if n.state == Stopped {
+		return nil // it starts with its configuration's save points and no failed snapshot
 	}
 	cl := n.Client()
 	defer cl.Close()

@@ -152,11 +152,21 @@ type Config struct {
 	// unbounded load onto its primary. Burst is a tenth of it. 0 = no cap.
 	PrimaryFallbackRate int
 
-	// Wall is this process's clock, the one the nodes' clocks are read
-	// against and Now moves to the cluster's time; nil is time.Now. A test
-	// gives an instance a clock that is off with it. (Contexts' deadlines
-	// stay on time.Now; ClockOffset accounts for the difference.)
+	// Wall is this process's clock; nil is time.Now. The router reads it
+	// once, at its start, and keeps the cluster's time (Now) on it moved on
+	// monotonically; ClusterOffset and the exported clock offsets are
+	// against it. A test or a drill gives an instance a clock that is off
+	// with it. (Contexts' deadlines stay on time.Now; ClockOffset accounts
+	// for the difference.)
 	Wall func() time.Time
+}
+
+// wall is Wall, or time.Now.
+func (c Config) wall() time.Time {
+	if c.Wall == nil {
+		return time.Now()
+	}
+	return c.Wall()
 }
 
 // DefaultConfig returns the defaults used by apollo serve.

@@ -196,7 +196,7 @@ func newFakeCluster(t *testing.T, shards [][]*fakeNode, edit ...func(*Config)) *
 		t.Fatal(err)
 	}
 	clk := newFakeClock()
-	r := &Router{cfg: cfg, log: slog.New(slog.DiscardHandler), m: m, clock: clk, refreshCh: make(chan string, 1), idle: make(chan func()),
+	r := &Router{cfg: cfg, log: slog.New(slog.DiscardHandler), m: m, clock: clk, steady: newSteady(time.Now), refreshCh: make(chan string, 1), idle: make(chan func()),
 		nodes: map[string]*node{}, hedges: newBudget(cfg.HedgeBudget, cfg.BudgetBurst), retries: newBudget(cfg.RetryBudget, cfg.BudgetBurst),
 		stop: make(chan struct{})}
 	top := &topology{}

@@ -49,7 +49,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Buckets: []float64{.0002, .0005, .001, .002, .005, .01, .025, .05, .1, .25, .5, 1},
 		}, []string{"node"}),
 		nodeErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "apollo_redis_node_errors_total", Help: "Failed requests per node, by kind (unsent, unanswered).",
+			Name: "apollo_redis_node_errors_total", Help: "Failed requests per node, by kind (unsent, unanswered, auth: the node refused our credentials or rights, busy: it answered BUSY).",
 		}, []string{"node", "kind"}),
 		ejections: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "apollo_redis_node_ejections_total", Help: "Times a node was ejected from routing, by reason.",
@@ -73,7 +73,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "apollo_redis_node_evicted_keys", Help: "evicted_keys of each node (INFO stats): keys it deleted to make room since it started. Any increase may have lost bookings or reservations.",
 		}, []string{"node"}),
 		cannotPersist: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "apollo_redis_node_cannot_persist", Help: "1 while a node's last RDB snapshot or AOF write failed (INFO persistence): it refuses every write (MISCONF) until one succeeds.",
+			Name: "apollo_redis_node_cannot_persist", Help: "1 while a node answers PING with MISCONF: its last RDB snapshot or AOF write failed, and it refuses every write until one succeeds (a replica crashes at its next replicated write).",
 		}, []string{"node"}),
 		clockOffset: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "apollo_redis_node_clock_offset_seconds", Help: "Each node's clock (TIME) minus this instance's, at the last precise reading. Write deadlines are moved by it; Redis still expires keys by its own clock.",

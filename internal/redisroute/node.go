@@ -36,6 +36,7 @@ type node struct {
 	ejectedAt   time.Time
 	repl        atomic.Pointer[verdict]   // the last replication check's finding
 	clock       atomic.Pointer[NodeClock] // the last precise reading of its clock; see skew.go
+	skewed      atomic.Bool               // its clock was last read off this host's by over ClockSkewWarn; see skew.go
 	full        atomic.Bool               // refused a write for memory (OOM) since it last had room; see fence.go
 	m           nodeMetrics
 }

@@ -9,27 +9,32 @@ import (
 
 // A node that cannot write its data to disk (its last RDB snapshot or AOF
 // write failed: a full disk, a directory it may no longer write) refuses
-// every write with MISCONF until one succeeds, while it goes on serving
-// reads. Redis says why only in INFO persistence and its log, so the
-// router asks every node in the background, with the memory check, and
-// exports and logs what it finds: the store turns the refusals into 503s
-// (redisstore.ErrCannotPersist), and an operator has to mend the disk.
+// every write, and PING, with MISCONF until one succeeds, while it goes on
+// serving reads; a replica in that state crashes at its next replicated
+// write (unless replica-ignore-disk-write-errors). Redis says why only in
+// INFO persistence and its log, so the router asks every node in the
+// background, with the memory check, and exports and logs what it finds:
+// the store turns the refusals into 503s (redisstore.ErrCannotPersist),
+// and an operator has to mend the disk.
 
-// NodePersistence is what a node's INFO persistence says about writing its
-// data to disk.
+// NodePersistence is what a node says about writing its data to disk.
 type NodePersistence struct {
 	Addr string `json:"addr"`
-	// SnapshotFailed is rdb_last_bgsave_status:err: with save points set
-	// and stop-writes-on-bgsave-error on (the default), the node refuses
-	// writes until a snapshot succeeds. AOFFailed is
-	// aof_last_write_status:err (a write or fsync of the AOF failed): it
-	// refuses writes until one succeeds.
+	// RefusesWrites: the node answered PING with MISCONF, which it does
+	// exactly while it refuses writes for a failed snapshot (with save
+	// points set and stop-writes-on-bgsave-error on, the defaults) or AOF
+	// write. A failed snapshot alone (INFO's rdb_last_bgsave_status:err,
+	// SnapshotFailed) refuses nothing on a node without save points.
+	RefusesWrites bool `json:"refuses_writes"`
+	// SnapshotFailed is rdb_last_bgsave_status:err; AOFFailed is
+	// aof_last_write_status:err (a write or fsync of the AOF failed).
 	SnapshotFailed bool `json:"snapshot_failed"`
 	AOFFailed      bool `json:"aof_failed"`
 }
 
-// Failing reports whether the node's last snapshot or AOF write failed.
-func (p NodePersistence) Failing() bool { return p.SnapshotFailed || p.AOFFailed }
+// Failing reports whether the node refuses writes because it cannot
+// persist.
+func (p NodePersistence) Failing() bool { return p.RefusesWrites }
 
 // parsePersistence reads the text of INFO persistence. ok is false when
 // rdb_last_bgsave_status is missing (not an INFO persistence).
@@ -46,17 +51,23 @@ func parsePersistence(addr, info string) (p NodePersistence, ok bool) {
 	return p, ok
 }
 
-// ReadPersistence asks c's node (INFO persistence) whether it can write
-// its data to disk now; addr names it in the answer.
+// ReadPersistence asks c's node (INFO persistence, and PING) whether it
+// can write its data to disk now; addr names it in the answer.
 func ReadPersistence(ctx context.Context, c *redis.Client, addr string) (NodePersistence, error) {
-	info, err := c.Info(ctx, "persistence").Result()
-	if err != nil {
+	pipe := c.Pipeline()
+	info, ping := pipe.Info(ctx, "persistence"), pipe.Ping(ctx)
+	_, _ = pipe.Exec(ctx)
+	if err := info.Err(); err != nil {
 		return NodePersistence{}, err
 	}
-	p, ok := parsePersistence(addr, info)
+	p, ok := parsePersistence(addr, info.Val())
 	if !ok {
 		return NodePersistence{}, fmt.Errorf("%s: INFO persistence has no rdb_last_bgsave_status", addr)
 	}
+	if err := ping.Err(); err != nil && !IsCannotPersist(err) {
+		return NodePersistence{}, err
+	}
+	p.RefusesWrites = IsCannotPersist(ping.Err())
 	return p, nil
 }
 
@@ -100,7 +111,7 @@ func (r *Router) checkPersistence() {
 		r.persistLast[p.Addr] = p
 		switch {
 		case p.Failing() && (!seen || !last.Failing()):
-			r.log.Error("redis node cannot write its data to disk: it refuses every write (MISCONF) until a snapshot or AOF write succeeds; check its disk and its log",
+			r.log.Error("redis node cannot write its data to disk: it refuses every write (MISCONF) until a snapshot or AOF write succeeds (a replica crashes at its next replicated write); check its disk and its log",
 				"node", p.Addr, "snapshot_failed", p.SnapshotFailed, "aof_failed", p.AOFFailed)
 		case !p.Failing() && seen && last.Failing():
 			r.log.Info("redis node writes its data to disk again", "node", p.Addr)

@@ -41,8 +41,10 @@ type Router struct {
 
 	ejectMu    sync.Mutex   // serialises ejection and re-admission decisions
 	stallFloor atomic.Int64 // unix nanos when the watchdog last found itself paused
-	// clusterOffset is how far the cluster's clock is from Wall (ns), once
-	// clusterKnown (setClusterOffset).
+	// steady is the clock the cluster's time is kept on (steady.go).
+	steady steady
+	// clusterOffset is how far the cluster's clock is from steady (ns),
+	// once clusterKnown (setClusterOffset).
 	clusterOffset atomic.Int64
 	clusterKnown  atomic.Bool
 
@@ -85,6 +87,7 @@ func New(ctx context.Context, cfg Config, reg prometheus.Registerer, log *slog.L
 		log:         log,
 		m:           m,
 		clock:       realClock{},
+		steady:      newSteady(cfg.wall),
 		refreshCh:   make(chan string, 1),
 		nodes:       map[string]*node{},
 		departed:    map[string]departed{},

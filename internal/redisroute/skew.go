@@ -21,12 +21,13 @@ import (
 // NodeClock is what TIME round trips say about a node's clock.
 type NodeClock struct {
 	Addr string `json:"addr"`
-	// Offset is the node's clock minus this process's, taken at the middle
+	// Offset is the node's clock minus the clock it was read against (the
+	// router's steady clock; ReadClock's now), taken at the middle
 	// of the round trip; the true offset lies within Offset ± Uncertainty
 	// (half the round trip: TIME was read somewhere inside it).
 	Offset      time.Duration `json:"offset_ns"`
 	Uncertainty time.Duration `json:"uncertainty_ns"`
-	// At is when it was read (this process's clock).
+	// At is when it was read (the clock it was read against).
 	At time.Time `json:"at"`
 }
 
@@ -92,11 +93,12 @@ func (c NodeClock) replaces(last *NodeClock) bool {
 }
 
 // Clocks reads every node's clock now, each through its probe pool and
-// bounded by ctx, against this process's wall clock (Config.Wall). Nodes
+// bounded by ctx, against the router's steady clock (this process's wall
+// clock as it was at the start, moved on monotonically: see steady). Nodes
 // that do not answer are listed in unknown.
 func (r *Router) Clocks(ctx context.Context) (known []NodeClock, unknown []string) {
 	return askEveryNode(r.topo.Load(), func(n *node) (NodeClock, bool) {
-		c, err := ReadClock(ctx, n.probe, r.wall)
+		c, err := ReadClock(ctx, n.probe, r.steady.now)
 		c.Addr = n.addr
 		return c, err == nil
 	})
@@ -110,67 +112,66 @@ func (r *Router) checkClocks() {
 	defer cancel()
 	known, _ := r.Clocks(ctx)
 	in := r.topo.Load().byAddr()
-	defer func() { _ = r.setClusterOffset(in) }()
+	defer func() {
+		_ = r.setClusterOffset(in)
+		r.m.clusterOffset.Set(r.ClusterOffset().Seconds())
+	}()
+	// Exported and logged against the host's clock, which NTP keeps and
+	// an operator compares: the steady clock drifts from it by any step.
+	hostBehind := r.steady.now().Sub(r.wall())
 	for _, c := range known {
 		n := in[c.Addr]
 		if n == nil || !c.replaces(n.clock.Load()) {
 			continue
 		}
-		last := n.clock.Swap(&c)
-		r.m.clockOffset.WithLabelValues(c.Addr).Set(c.Offset.Seconds())
-		switch was := last != nil && last.Skewed(ClockSkewWarn); {
-		case c.Skewed(ClockSkewWarn) && !was:
+		n.clock.Store(&c)
+		host := c
+		host.Offset += hostBehind
+		r.m.clockOffset.WithLabelValues(c.Addr).Set(host.Offset.Seconds())
+		switch was := n.skewed.Load(); {
+		case host.Skewed(ClockSkewWarn) && !was:
 			r.log.Error("redis node's clock differs from this instance's: write deadlines are moved by the difference, but the node expires keys by its clock; check NTP on both hosts",
-				"node", c.Addr, "offset", c.Offset, "uncertainty", c.Uncertainty)
-		case !c.Skewed(ClockSkewWarn) && was:
-			r.log.Info("redis node's clock agrees with this instance's again", "node", c.Addr, "offset", c.Offset)
+				"node", c.Addr, "offset", host.Offset, "uncertainty", c.Uncertainty)
+		case !host.Skewed(ClockSkewWarn) && was:
+			r.log.Info("redis node's clock agrees with this instance's again", "node", c.Addr, "offset", host.Offset)
 		}
+		n.skewed.Store(host.Skewed(ClockSkewWarn))
 	}
 }
 
 // ClockOffset is how far the clock of the primary serving key's slot may
-// be ahead of the clock contexts' deadlines are on (time.Now), at the
-// earliest (NodeClock.Earliest): add it to a deadline sent for Redis to
-// compare with its clock. 0 (no move, as if the clocks agreed) while that
-// node's clock has not been read, or not for maxClockAge.
+// be ahead of the clock contexts' deadlines are on (time.Now), now, at the
+// earliest (NodeClock.Earliest): time.Now moved by it is the node's clock.
+// A deadline is sent for Redis to compare with its clock as that plus the
+// time left until it (on the monotonic clock, so that a host clock step
+// moves neither). While that node's clock has not been read, or not for
+// maxClockAge, it is 0 (no move, as if the clocks agreed).
 func (r *Router) ClockOffset(key string) time.Duration {
 	s := r.topo.Load().slots[Slot(key)]
 	if s == nil || s.primary == nil {
 		return 0
 	}
-	if c := s.primary.clock.Load(); c != nil && r.wall().Sub(c.At) <= maxClockAge {
-		return c.Earliest() + r.wallAhead()
+	if c := s.primary.clock.Load(); c != nil && r.steady.now().Sub(c.At) <= maxClockAge {
+		return r.steady.now().Add(c.Earliest()).Sub(time.Now())
 	}
 	return 0
 }
 
 // wall is this process's clock (Config.Wall).
-func (r *Router) wall() time.Time {
-	if r.cfg.Wall == nil {
-		return time.Now()
-	}
-	return r.cfg.Wall()
-}
+func (r *Router) wall() time.Time { return r.cfg.wall() }
 
-// wallAhead is how far Config.Wall is ahead of time.Now: 0 unless a test
-// gave the router a clock that is off.
-func (r *Router) wallAhead() time.Duration {
-	if r.cfg.Wall == nil {
-		return 0
-	}
-	return r.cfg.Wall().Sub(time.Now())
-}
-
-// Now is the cluster's time: this process's clock moved by the median of
-// the nodes' offsets from it (setClusterOffset), or this process's clock
-// while that is not known (New tries for it before it returns). Instances that keep time by it agree
+// Now is the cluster's time: the router's steady clock (this process's
+// clock as it was at the start, moved on monotonically, so that a step of
+// the host's clock does not move it) moved by the median of the nodes'
+// offsets from it (setClusterOffset), or the steady clock alone while that
+// is not known (New tries for it before it returns). Instances that keep time by it agree
 // with each other as closely as they read the nodes' clocks (half a round
 // trip each), however far their own clocks are off, since they all read
 // the same nodes; with fewer than half the nodes' clocks off, the median
 // is on the others'. Booking deadlines, reservation ends, heartbeats and
 // Spampede's buckets are compared across instances, so they are set by it.
 func (r *Router) Now() time.Time {
-	return r.wall().Add(time.Duration(r.clusterOffset.Load()))
+	return r.steady.now().Add(time.Duration(r.clusterOffset.Load()))
 }
 
 // clockStartTries is how many clock checks New makes, at most, for the
@@ -190,14 +191,15 @@ func (r *Router) readClusterTime() {
 		"tries", clockStartTries)
 }
 
-// ClusterOffset is how far Now is from this process's own clock.
-func (r *Router) ClusterOffset() time.Duration { return time.Duration(r.clusterOffset.Load()) }
+// ClusterOffset is how far Now is from this process's own clock
+// (Config.Wall) now.
+func (r *Router) ClusterOffset() time.Duration { return r.Now().Sub(r.wall()) }
 
 // NowAhead is how far Now is ahead of time.Now, the clock contexts'
-// deadlines are on: a time in the cluster's clock (a client's deadline)
-// moved back by it is on time.Now. It is ClusterOffset, but for a test's
-// or a drill's Config.Wall.
-func (r *Router) NowAhead() time.Duration { return r.ClusterOffset() + r.wallAhead() }
+// deadlines are on, now: a time in the cluster's clock (a client's
+// deadline) moved back by it is on time.Now. It is ClusterOffset, but for
+// a test's or a drill's Config.Wall.
+func (r *Router) NowAhead() time.Duration { return r.Now().Sub(time.Now()) }
 
 // setClusterOffset takes the cluster's time from the nodes' precise
 // readings (a round trip of at most 2 × maxClockUncertainty) not older
@@ -212,7 +214,7 @@ func (r *Router) setClusterOffset(in map[string]*node) bool {
 	var offs []time.Duration
 	var unc time.Duration
 	for _, n := range in {
-		if c := n.clock.Load(); c != nil && c.Uncertainty <= maxClockUncertainty && r.wall().Sub(c.At) <= maxClockAge {
+		if c := n.clock.Load(); c != nil && c.Uncertainty <= maxClockUncertainty && r.steady.now().Sub(c.At) <= maxClockAge {
 			offs = append(offs, c.Offset)
 			unc = max(unc, c.Uncertainty)
 		}
@@ -227,7 +229,6 @@ func (r *Router) setClusterOffset(in map[string]*node) bool {
 	}
 	r.clusterOffset.Store(int64(m))
 	r.clusterKnown.Store(true)
-	r.m.clusterOffset.Set(m.Seconds())
 	if !known {
 		r.log.Info("keeping the cluster's time: the median of the nodes' clocks", "offset_from_this_host", m, "nodes", len(offs))
 	}

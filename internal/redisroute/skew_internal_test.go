@@ -207,7 +207,7 @@ func TestTheClustersTimeComesFromAMajorityOfPreciseReadings(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &Router{m: m, log: slog.New(slog.DiscardHandler)}
+	r := &Router{m: m, log: slog.New(slog.DiscardHandler), steady: newSteady(time.Now)}
 	s, ms := time.Second, time.Millisecond
 	read := func(off, unc time.Duration) *NodeClock {
 		return &NodeClock{Offset: off, Uncertainty: unc, At: time.Now()}
@@ -239,8 +239,8 @@ func TestTheClustersTimeComesFromAMajorityOfPreciseReadings(t *testing.T) {
 		{"then too few: the last stands", nodes(read(5*s, ms), nil, nil), true, -2 * s},
 	} {
 		known := r.setClusterOffset(step.in)
-		if known != step.known || r.ClusterOffset() != step.want {
-			t.Errorf("%s: known %v, offset %v; want %v, %v", step.name, known, r.ClusterOffset(), step.known, step.want)
+		if off := time.Duration(r.clusterOffset.Load()); known != step.known || off != step.want {
+			t.Errorf("%s: known %v, offset %v; want %v, %v", step.name, known, off, step.known, step.want)
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package redisroute_test
 
 import (
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -93,5 +94,45 @@ func TestAnInstanceWhoseClockIsOffKeepsTheClustersTime(t *testing.T) {
 				t.Errorf("ClockOffset = %v, want the node's earliest offset from the machine's clock: in [-1s, 0]", off)
 			}
 		})
+	}
+}
+
+// A step of the host's clock (an NTP step, a VM resumed elsewhere, a date
+// -s) moves neither the cluster's time nor the deadlines sent to Redis:
+// the router keeps time on the clock the host had at its start, moved on
+// monotonically, and reads the nodes against that. Here the router's host
+// clock (Config.Wall) steps 10 s ahead between two checks; the nodes share
+// the machine's clock, which did not step. Until 2026-12-04 Now followed
+// the step until the next check (up to 5 s later), and so did every
+// deadline sent: beyond G2's 1 s margin between an instance recording an
+// allocation and another sweeping it.
+func TestAStepOfTheHostsClockMovesNeitherTheClustersTimeNorDeadlines(t *testing.T) {
+	c := clustertest.Start(t, func(cfg *localcluster.Config) { cfg.Primaries, cfg.Replicas = 2, 1 })
+	const bound = 100 * time.Millisecond // maxClockUncertainty
+	var step atomic.Int64
+	r := newRouter(t, c, func(cfg *redisroute.Config) {
+		cfg.Wall = func() time.Time { return time.Now().Add(time.Duration(step.Load())) }
+		cfg.MemoryCheckInterval = time.Hour // no check between the step and the reads below
+	})
+	truth := func(what string) {
+		t.Helper()
+		before := time.Now()
+		now := r.Now()
+		after := time.Now()
+		if now.Before(before.Add(-bound)) || now.After(after.Add(bound)) {
+			t.Errorf("%s: Now is %v from the cluster's time, want within %v", what, now.Sub(before), bound)
+		}
+		if off := r.ClockOffset("k"); off > 0 || off < -time.Second {
+			t.Errorf("%s: ClockOffset = %v, want the node's earliest offset from the machine's clock, in [-1s, 0]", what, off)
+		}
+		if ahead := r.NowAhead(); ahead < -bound || ahead > bound {
+			t.Errorf("%s: NowAhead = %v, want 0 ± %v", what, ahead, bound)
+		}
+	}
+	truth("before the step")
+	step.Store(int64(10 * time.Second))
+	truth("after the host's clock stepped 10 s ahead")
+	if off := r.ClusterOffset(); off < -10*time.Second-bound || off > -10*time.Second+bound {
+		t.Errorf("ClusterOffset = %v, want -10s ± %v: the host's clock is now 10 s ahead of the cluster's", off, bound)
 	}
 }

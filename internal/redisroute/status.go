@@ -40,7 +40,7 @@ type NodeStatus struct {
 	// State is one of the State constants.
 	State string `json:"state"`
 	// EjectReason is why the node was last ejected (refused, unanswered,
-	// stalled, auth); empty while it is healthy.
+	// stalled, auth, busy); empty while it is healthy.
 	EjectReason string `json:"eject_reason,omitempty"`
 	// EjectedAt is when; zero while healthy. For a node that is gone, it
 	// is when it left the slot map.

@@ -68,11 +68,16 @@ func notAfter(ctx context.Context) time.Time {
 	return d
 }
 
-// deadlineArg is deadline moved by a node's clock offset, in that node's
-// unix ms, rounded down (never later than the caller's), and never 0 or
-// less, which the guard reads as no deadline or an unfilled one.
+// deadlineArg is deadline in a node's clock, in unix ms, rounded down
+// (never later than the caller's), and never 0 or less, which the guard
+// reads as no deadline or an unfilled one: the node's clock now (time.Now
+// moved by its offset) plus the time left until the deadline, which is
+// taken on the monotonic clock when the deadline has a reading of it (a
+// context's does), so that a step of the host's clock since the deadline
+// was set does not move it.
 func deadlineArg(deadline time.Time, offset time.Duration) int64 {
-	return max(deadline.Add(offset).UnixMilli(), 1)
+	now := time.Now()
+	return max(now.Add(offset).Add(deadline.Sub(now)).UnixMilli(), 1)
 }
 
 // isLate reports a reply of lateGuard's.

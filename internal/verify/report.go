@@ -12,7 +12,7 @@ const (
 	// Undecided: nothing wrong found, but not everything could be checked
 	// in the time given (porcupine timed out on a partition).
 	Undecided Verdict = "unknown"
-	Skipped   Verdict = "skipped" // nothing to check it on (no final state)
+	Skipped   Verdict = "skipped" // the history cannot be judged by it (no final state, or an older history without what it reads)
 )
 
 // Report is what Check found in a history. It is JSON-encodable.
