@@ -101,7 +101,7 @@ func persistenceFindings(nodes []Node) []Finding {
 func diskFindings(nodes []Node) []Finding {
 	var out []Finding
 	for _, n := range nodes {
-		if !n.Reachable || n.Disk == nil || !n.Disk.Failing() {
+		if !n.Reachable || n.Disk == nil || !n.Disk.RefusesWrites {
 			continue
 		}
 		what, mend := "its last RDB snapshot failed", "Mend the disk, then BGSAVE on it"

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // persistFault is what FailPersistence changed on a node, for
@@ -59,7 +61,7 @@ func (n *Node) FailPersistence(ctx context.Context) error {
 			return fmt.Errorf("CONFIG SET save on %s: %w", n.Addr, err)
 		}
 	}
-	return n.snapshot(ctx, "err")
+	return n.snapshot(ctx, cl, "err")
 }
 
 // RestorePersistence undoes FailPersistence: the snapshot's path is freed,
@@ -91,18 +93,16 @@ func (n *Node) RestorePersistence(ctx context.Context) error {
 	}
 	cl := n.Client()
 	defer cl.Close()
-	if err := n.snapshot(ctx, "ok"); err != nil {
+	if err := n.snapshot(ctx, cl, "ok"); err != nil {
 		return err
 	}
 	return cl.ConfigSet(ctx, "save", f.save).Err()
 }
 
-// snapshot has n take a snapshot (BGSAVE) and waits until none is in
-// progress and the last one ended with status ("ok" or "err"). A snapshot
-// already running, or an AOF rewrite, is waited for first.
-func (n *Node) snapshot(ctx context.Context, status string) error {
-	cl := n.Client()
-	defer cl.Close()
+// snapshot has n take a snapshot (BGSAVE, over cl) and waits until none
+// is in progress and the last one ended with status ("ok" or "err"). A
+// snapshot already running, or an AOF rewrite, is waited for first.
+func (n *Node) snapshot(ctx context.Context, cl *redis.Client, status string) error {
 	asked := false
 	for {
 		info, err := cl.Info(ctx, "persistence").Result()

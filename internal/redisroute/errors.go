@@ -89,21 +89,21 @@ func classify(err error) class {
 	return classUnanswered
 }
 
+// isReply reports a Redis error reply that starts with prefix.
+func isReply(err error, prefix string) bool {
+	var rerr redis.Error
+	return errors.As(err, &rerr) && strings.HasPrefix(rerr.Error(), prefix)
+}
+
 // IsOutOfMemory reports a node's OOM refusal: at its maxmemory, it refused
 // a write before the command (or a script's first write) ran.
-func IsOutOfMemory(err error) bool {
-	var rerr redis.Error
-	return errors.As(err, &rerr) && strings.HasPrefix(rerr.Error(), "OOM ")
-}
+func IsOutOfMemory(err error) bool { return isReply(err, "OOM ") }
 
 // IsCannotPersist reports a node's MISCONF refusal: its last RDB snapshot
 // or AOF write failed (a full disk, a directory it may no longer write),
 // and until one succeeds it refuses every write, and PING, before the
 // command (or a script's first write) runs. It still serves reads.
-func IsCannotPersist(err error) bool {
-	var rerr redis.Error
-	return errors.As(err, &rerr) && strings.HasPrefix(rerr.Error(), "MISCONF ")
-}
+func IsCannotPersist(err error) bool { return isReply(err, "MISCONF ") }
 
 // isRefusal reports the Redis errors of a node that will not serve this
 // client: a password or ACL user it does not know (a rotation half done, a
@@ -128,10 +128,7 @@ func isRefusal(err error) bool {
 // cluster): it answers every command with BUSY, PING and reads included,
 // and runs none, until the script ends or is killed. It is up and answers,
 // yet serves nothing: a failed node, like one that refuses us.
-func isBusy(err error) bool {
-	var rerr redis.Error
-	return errors.As(err, &rerr) && strings.HasPrefix(rerr.Error(), "BUSY ")
-}
+func isBusy(err error) bool { return isReply(err, "BUSY ") }
 
 // isWriteRefused reports the refusals of a primary that will take no write
 // now, raised before the command (or a script's first write) ran:

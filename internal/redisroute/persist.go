@@ -32,10 +32,6 @@ type NodePersistence struct {
 	AOFFailed      bool `json:"aof_failed"`
 }
 
-// Failing reports whether the node refuses writes because it cannot
-// persist.
-func (p NodePersistence) Failing() bool { return p.RefusesWrites }
-
 // parsePersistence reads the text of INFO persistence. ok is false when
 // rdb_last_bgsave_status is missing (not an INFO persistence).
 func parsePersistence(addr, info string) (p NodePersistence, ok bool) {
@@ -103,17 +99,17 @@ func (r *Router) checkPersistence() {
 			continue
 		}
 		failing := 0.0
-		if p.Failing() {
+		if p.RefusesWrites {
 			failing = 1
 		}
 		r.m.cannotPersist.WithLabelValues(p.Addr).Set(failing)
 		last, seen := r.persistLast[p.Addr]
 		r.persistLast[p.Addr] = p
 		switch {
-		case p.Failing() && (!seen || !last.Failing()):
+		case p.RefusesWrites && (!seen || !last.RefusesWrites):
 			r.log.Error("redis node cannot write its data to disk: it refuses every write (MISCONF) until a snapshot or AOF write succeeds (a replica crashes at its next replicated write); check its disk and its log",
 				"node", p.Addr, "snapshot_failed", p.SnapshotFailed, "aof_failed", p.AOFFailed)
-		case !p.Failing() && seen && last.Failing():
+		case !p.RefusesWrites && seen && last.RefusesWrites:
 			r.log.Info("redis node writes its data to disk again", "node", p.Addr)
 		}
 	}

@@ -4,7 +4,7 @@ import "testing"
 
 // INFO persistence says what failed, not whether the node refuses writes
 // (a failed snapshot refuses nothing without save points): that is its
-// PING's answer (ReadPersistence), so a parsed reading is never Failing.
+// PING's answer (ReadPersistence), so a parsed reading never RefusesWrites.
 func TestParsePersistenceReadsFailedSnapshotsAndAOFWrites(t *testing.T) {
 	for _, tc := range []struct {
 		name, info string
@@ -21,7 +21,7 @@ func TestParsePersistenceReadsFailedSnapshotsAndAOFWrites(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, ok := parsePersistence("n", tc.info)
-			if got != tc.want || ok != tc.ok || got.Failing() {
+			if got != tc.want || ok != tc.ok || got.RefusesWrites {
 				t.Errorf("parsePersistence = %+v, %v, want %+v, %v", got, ok, tc.want, tc.ok)
 			}
 		})

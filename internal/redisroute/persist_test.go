@@ -36,7 +36,7 @@ func TestAPrimaryThatCannotPersistIsReadmittedAndServesReads(t *testing.T) {
 		t.Fatalf("persistence of a 1 × 1 cluster: %+v, not answered: %v", known, unknown)
 	}
 	for _, p := range known {
-		if p.Failing() != (p.Addr == primary.Addr) || p.SnapshotFailed != p.Failing() || p.AOFFailed {
+		if p.RefusesWrites != (p.Addr == primary.Addr) || p.SnapshotFailed != p.RefusesWrites || p.AOFFailed {
 			t.Fatalf("%+v: want only %s's snapshot found failed", known, primary.Addr)
 		}
 	}

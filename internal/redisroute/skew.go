@@ -151,8 +151,10 @@ func (r *Router) ClockOffset(key string) time.Duration {
 	if s == nil || s.primary == nil {
 		return 0
 	}
-	if c := s.primary.clock.Load(); c != nil && r.steady.now().Sub(c.At) <= maxClockAge {
-		return r.steady.now().Add(c.Earliest()).Sub(time.Now())
+	if c := s.primary.clock.Load(); c != nil {
+		if now := r.steady.now(); now.Sub(c.At) <= maxClockAge {
+			return now.Add(c.Earliest()).Sub(time.Now())
+		}
 	}
 	return 0
 }
