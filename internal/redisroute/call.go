@@ -277,7 +277,7 @@ func (r *Router) suspectFallback(s *shard, n *node) int {
 		if !x.healthy() {
 			continue
 		}
-		if x.behind.Load() || unacked && r.vouched(x, now) {
+		if x.fellBehind() || unacked && r.vouched(x, now) {
 			return 1
 		}
 	}

@@ -395,7 +395,7 @@ func TestAReadFallingBackToAPrimaryWhoseReplicasAreBehindIsConfirmed(t *testing.
 			c := newFakeCluster(t, shard3(recordWire("p:1", tc.acks, nil, &wire), replica, replica))
 			for _, a := range []string{"a:1", "b:1"} {
 				if tc.behind {
-					c.nodes[a].behind.Store(true)
+					c.r.setBehind(c.nodes[a], verdict{known: true, behind: true, reason: behindLinkDown})
 				} else {
 					c.nodes[a].ejected.Store(true)
 				}

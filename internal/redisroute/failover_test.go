@@ -76,13 +76,14 @@ func TestPrimaryCrashFailsOver(t *testing.T) {
 	defer stopWrites()
 	writesDone := make(chan []writeOutcome)
 	go func() { writesDone <- writeLoad(wctx, r, 4, start) }()
-	rep, err := drill.RunLoad(context.Background(), plan, keys, apolloReader(r), fault, nil)
+	failures := newFailureLog(start)
+	rep, err := drill.RunLoad(context.Background(), plan, keys, failures.reader(r), fault, nil)
 	writes := <-writesDone
 	if err != nil {
 		t.Fatal(err)
 	}
 	if rep.OKCommands != rep.Commands {
-		t.Errorf("reads: %d of %d commands succeeded during the failover, want all", rep.OKCommands, rep.Commands)
+		t.Errorf("reads: %d of %d commands succeeded during the failover, want all; failures (from the start):%s", rep.OKCommands, rep.Commands, failures)
 	}
 
 	var ok, failed, ambiguous, unconfirmed int

@@ -149,7 +149,9 @@ func (r *Router) probeResult(n *node, ok bool) {
 	if n.probeOK < r.cfg.ReadmitAfter {
 		return
 	}
-	n.lastProgress.Store(r.clock.Now().UnixNano())
+	now := r.clock.Now()
+	n.lastProgress.Store(now.UnixNano())
+	r.awaitCheck(n, now)
 	n.ejected.Store(false)
 	r.m.ejected.WithLabelValues(n.addr).Set(0)
 	r.log.Info("redis node re-admitted", "node", n.addr)

@@ -31,6 +31,10 @@ type node struct {
 
 	fallback *rate.Limiter // reads falling back to this node while it is a primary
 	probeOK  int           // consecutive successful probes; under the router's ejectMu
+	// joined is when the node was created or last re-admitted: replication
+	// checks asked before it say nothing of it (see awaitCheck). Under the
+	// router's ejectMu.
+	joined time.Time
 	// Why and when the node was last ejected; under the router's ejectMu.
 	ejectReason string
 	ejectedAt   time.Time

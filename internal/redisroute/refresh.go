@@ -146,6 +146,7 @@ func (r *Router) nodeFor(addr string) *node {
 		return n
 	}
 	n := newNode(addr, r.cfg, r.m)
+	r.awaitCheck(n, r.clock.Now())
 	r.nodes[addr] = n
 	return n
 }

@@ -20,6 +20,15 @@ import (
 // A replica whose primary does not answer is never behind: its link is
 // down because the primary is, which is what a failover looks like, and
 // its data is the freshest there is.
+//
+// A replica serves no read before the check has judged it since it joined
+// the router or was last re-admitted (awaitCheck): a replica that crashed
+// comes back with an old snapshot or nothing and answers PING at once, and
+// reads with what it has, until its primary has sent it the data set, which
+// takes seconds (repl-diskless-sync-delay is 5 s by default). Its probes
+// re-admitted it within ReadmitAfter probes, before the next check could
+// see its link down: reads of drivers registered long ago answered "no such
+// driver" (TestARestartedReplicaServesNoReadsUntilItHasTheData).
 
 // replication is what INFO replication says about one node.
 type replication struct {
@@ -105,7 +114,11 @@ type verdict struct {
 	reason string
 	lag    int  // seconds since the replica's last acknowledgement, as its primary lists it
 	listed bool // lag is known: the primary listed the replica
-	at     time.Time
+	// unchecked: no check has judged the node since it joined or was
+	// re-admitted (awaitCheck). It serves no read, yet it is no sign that
+	// its primary is cut off (suspectFallback): nothing is known of it.
+	unchecked bool
+	at        time.Time
 }
 
 // Reasons a replica is behind, or serves reads again.
@@ -114,6 +127,7 @@ const (
 	behindNotListed    = "its primary does not list it as a connected replica"
 	primaryUnreachable = "its primary is not answering (a failover: its data is the freshest there is)"
 	replicaCaughtUp    = "caught up"
+	replicaUnchecked   = "not checked since it joined or was re-admitted (it may have restarted without the data)"
 )
 
 // judgeShard decides which replicas of one shard are behind. primary is
@@ -213,6 +227,7 @@ func sameEndpoint(a, b string) bool {
 // behind marks.
 func (r *Router) checkReplication() {
 	t := r.topo.Load()
+	asked := r.clock.Now()
 	var mu sync.Mutex
 	infos := map[*node]*replication{}
 	var wg sync.WaitGroup
@@ -254,9 +269,42 @@ func (r *Router) checkReplication() {
 			}
 		}
 		for i, v := range judgeShard(s.primary.addr, p, addrs, reps, r.cfg.MaxReplicaLag) {
-			r.setBehind(s.replicas[i], v)
+			r.judged(s.replicas[i], v, asked)
 		}
 	}
+}
+
+// judged records a verdict on replica n from INFO asked for at asked,
+// unless n was re-admitted since: what it said before may be from before a
+// restart. Under ejectMu, which re-admission holds, so that a re-admission
+// cannot fall between the comparison and the record.
+func (r *Router) judged(n *node, v verdict, asked time.Time) {
+	r.ejectMu.Lock()
+	defer r.ejectMu.Unlock()
+	if n.joined.After(asked) {
+		return
+	}
+	r.setBehind(n, v)
+}
+
+// awaitCheck holds n out of reads until the next check judges it: it has
+// just joined, or been re-admitted after it failed, and may have restarted
+// without the data. Under ejectMu, or before n is published. Without the
+// checks (legacy-2019), nothing would ever judge it.
+func (r *Router) awaitCheck(n *node, now time.Time) {
+	n.joined = now
+	if r.cfg.Policy == Legacy2019 {
+		return
+	}
+	n.repl.Store(&verdict{known: true, behind: true, unchecked: true, reason: replicaUnchecked, lag: -1, at: now})
+	n.behind.Store(true)
+}
+
+// fellBehind reports a replica the check found behind its primary: a
+// replica not yet checked is held out of reads, but proves nothing.
+func (n *node) fellBehind() bool {
+	v := n.repl.Load()
+	return v != nil && v.behind && !v.unchecked
 }
 
 // setBehind records a verdict on n, and logs and exports a change.

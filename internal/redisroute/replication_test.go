@@ -163,7 +163,7 @@ func TestPickReadSkipsABehindReplica(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			c := newFakeCluster(t, shard3(answer("p:1", 2), answer("a:1", 2), answer("b:1", 2)), func(cfg *Config) { cfg.Policy = tt.policy })
 			for _, a := range tt.behind {
-				c.nodes[a].behind.Store(true)
+				c.r.setBehind(c.nodes[a], verdict{known: true, behind: true, reason: behindLinkDown})
 			}
 			for _, a := range tt.ejected {
 				c.nodes[a].ejected.Store(true)

@@ -48,12 +48,17 @@ func seed(t testing.TB, c *localcluster.Cluster) []string {
 
 func apolloReader(r *redisroute.Router) drill.Reader {
 	return func(ctx context.Context, keys []string) int {
-		cmds := make([]redisroute.Cmd, len(keys))
-		for i, k := range keys {
-			cmds[i] = redisroute.Read("HMGET", k, "status", "lat", "lng")
-		}
-		return r.Exec(ctx, cmds).OK()
+		return r.Exec(ctx, hmgets(keys)).OK()
 	}
+}
+
+// hmgets is the drill's call: each driver's status and position.
+func hmgets(keys []string) []redisroute.Cmd {
+	cmds := make([]redisroute.Cmd, len(keys))
+	for i, k := range keys {
+		cmds[i] = redisroute.Read("HMGET", k, "status", "lat", "lng")
+	}
+	return cmds
 }
 
 // goRedisReader is today's library as users configure it for replica reads.

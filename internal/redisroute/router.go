@@ -124,6 +124,9 @@ func New(ctx context.Context, cfg Config, reg prometheus.Registerer, log *slog.L
 	r.wg.Add(1)
 	go r.every(cfg.MemoryCheckInterval, r.checkClocks)
 	if cfg.Policy != Legacy2019 {
+		// Replicas serve reads once judged (see awaitCheck): judged before
+		// New returns, they serve from the first call.
+		r.checkReplication()
 		r.wg.Add(5)
 		go func() { r.checkNodes(); r.every(cfg.MemoryCheckInterval, r.checkNodes) }() // exported from the start
 		go r.every(time.Second, r.checkSubscriptions)

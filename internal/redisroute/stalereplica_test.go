@@ -17,20 +17,13 @@ import (
 // A replica whose replication link is cut keeps answering reads with what
 // it had; the primary and the other replica move on. Once the router's
 // replication check has seen it, no read is answered by it; once the link
-// is back and it has caught up, it serves reads again.
+// is back and it has caught up, it serves reads again. A router that
+// starts while the link is down reads nothing from it from the start.
 func TestAReplicaWithItsLinkDownServesNoReadsUntilItCatchesUp(t *testing.T) {
 	c := clustertest.Start(t)
 	ctx := ctxFor(t, 90*time.Second)
 	const key = "lag:k"
-	w := newRouter(t, c, func(cfg *redisroute.Config) { cfg.Policy = redisroute.Primary })
-	write := func(val string, acks int) {
-		t.Helper()
-		cmd := redisroute.Write("SET", key, val)
-		cmd.Acks = acks
-		if res := w.Do(ctx, cmd); res.Err != nil {
-			t.Fatalf("SET %s %s: %v", key, val, res.Err)
-		}
-	}
+	write := primaryWriter(t, ctx, c, key)
 	write("v1", 2) // both replicas have v1
 
 	// The router runs before the fault, as in production.
@@ -60,6 +53,12 @@ func TestAReplicaWithItsLinkDownServesNoReadsUntilItCatchesUp(t *testing.T) {
 	if stale != 0 || fromBad != 0 {
 		t.Errorf("link down: %d stale reads, %d served by %s; want none", stale, fromBad, bad.Addr)
 	}
+	// An instance that starts now reads none from it either, from its
+	// first call: the cluster still lists the replica.
+	stale, fromBad = readMany(t, ctx, newRouter(t, c), key, bad.Addr)
+	if stale != 0 || fromBad != 0 {
+		t.Errorf("link down, router started since: %d stale reads, %d served by %s; want none", stale, fromBad, bad.Addr)
+	}
 
 	restoreLink(ctx, admin)
 	waitLink(t, ctx, admin, "up")
@@ -74,30 +73,56 @@ func TestAReplicaWithItsLinkDownServesNoReadsUntilItCatchesUp(t *testing.T) {
 // of 10, and counts the answers that are not v2 and those served by addr.
 func readMany(t *testing.T, ctx context.Context, r *redisroute.Router, key, addr string) (stale, fromAddr int) {
 	t.Helper()
-	count := func(res redisroute.Results) {
-		for _, x := range res {
-			if x.Err != nil {
-				t.Fatalf("GET %s: %v", key, x.Err)
-			}
-			if x.Val != "v2" {
-				stale++
-			}
-			if x.Node == addr {
-				fromAddr++
-			}
-		}
-	}
+	var tally readTally
 	for i := 0; i < 200; i++ {
-		count(r.Exec(ctx, []redisroute.Cmd{redisroute.Read("GET", key)}))
+		tally.add(t, r.Exec(ctx, gets(key, 1)), addr)
 	}
 	for i := 0; i < 20; i++ {
-		cmds := make([]redisroute.Cmd, 10)
-		for k := range cmds {
-			cmds[k] = redisroute.Read("GET", key)
-		}
-		count(r.Exec(ctx, cmds))
+		tally.add(t, r.Exec(ctx, gets(key, 10)), addr)
 	}
-	return stale, fromAddr
+	return tally.stale, tally.fromAddr
+}
+
+// readTally counts the answers to GETs that are not v2, and those served
+// by one node; a failed GET fails the test.
+type readTally struct{ stale, fromAddr int }
+
+func (c *readTally) add(t *testing.T, res redisroute.Results, addr string) {
+	t.Helper()
+	for _, x := range res {
+		if x.Err != nil {
+			t.Fatalf("GET: %v", x.Err)
+		}
+		if x.Val != "v2" {
+			c.stale++
+		}
+		if x.Node == addr {
+			c.fromAddr++
+		}
+	}
+}
+
+// gets is n GETs of key.
+func gets(key string, n int) []redisroute.Cmd {
+	cmds := make([]redisroute.Cmd, n)
+	for k := range cmds {
+		cmds[k] = redisroute.Read("GET", key)
+	}
+	return cmds
+}
+
+// primaryWriter returns a function that sets key on its primary, with
+// acks replica acknowledgements, or fails the test.
+func primaryWriter(t *testing.T, ctx context.Context, c *localcluster.Cluster, key string) func(val string, acks int) {
+	w := newRouter(t, c, func(cfg *redisroute.Config) { cfg.Policy = redisroute.Primary })
+	return func(val string, acks int) {
+		t.Helper()
+		cmd := redisroute.Write("SET", key, val)
+		cmd.Acks = acks
+		if res := w.Do(ctx, cmd); res.Err != nil {
+			t.Fatalf("SET %s %s: %v", key, val, res.Err)
+		}
+	}
 }
 
 // shardOfKey is the shard whose primary owns key: the others answer MOVED.
