@@ -30,7 +30,10 @@ slack, the same Spampede rules on every instance, no 500, and every
 booking created, by the time its instance recorded, while a request that
 could create it ran (within 0.5 s: instances keep the cluster's time).
 
-Faults: replica-crash, replica-hang, primary-crash (heals after a replica is
+Faults: replica-crash, replica-resync (a replica down during more writes than
+its primary's backlog holds, restarted: its old data until a full sync 5 s
+away),
+replica-hang, primary-crash (heals after a replica is
 promoted), primary-hang, primary-full (a primary at its maxmemory refuses
 writes, OOM), primary-disk (a primary whose snapshot failed, as on a full
 disk, refuses writes, MISCONF), switchover (CLUSTER FAILOVER on a replica while its primary

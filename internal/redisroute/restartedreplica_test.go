@@ -2,7 +2,6 @@ package redisroute_test
 
 import (
 	"context"
-	"strings"
 	"testing"
 	"time"
 
@@ -28,33 +27,18 @@ func TestARestartedReplicaServesNoReadsUntilItHasTheData(t *testing.T) {
 
 	r := newRouter(t, c)
 	shard := shardOfKey(t, ctx, c, key)
-	admin := c.Primary(ctx, shard).Client()
-	t.Cleanup(func() { admin.Close() })
 	bad := c.Replicas(ctx, shard)[0]
 	badAdmin := bad.Client()
 	t.Cleanup(func() { badAdmin.Close() })
 	if err := badAdmin.Save(ctx).Err(); err != nil { // its snapshot holds v1
 		t.Fatal(err)
 	}
-	// The delay is Redis's default, which localcluster lowers to 0 for
-	// speed: the primary waits this long for more replicas before it sends
-	// a full sync. The backlog is the smallest Redis allows, so that a few
-	// writes while the replica is down make it need one.
-	for _, kv := range [][2]string{{"repl-diskless-sync-delay", "5"}, {"repl-backlog-size", "16kb"}} {
-		if err := admin.ConfigSet(ctx, kv[0], kv[1]).Err(); err != nil {
-			t.Fatal(err)
-		}
-	}
-
-	if err := bad.Kill(); err != nil {
+	undo, err := bad.FallBehind(ctx, c.Primary(ctx, shard))
+	t.Cleanup(func() { undo(context.Background()) })
+	if err != nil {
 		t.Fatal(err)
 	}
 	set("v2", 1)
-	for i := 0; i < 4; i++ {
-		if err := admin.Set(ctx, "{restart:k}:filler", strings.Repeat("x", 64<<10), 0).Err(); err != nil {
-			t.Fatal(err)
-		}
-	}
 	stale, fromBad := readFor(t, ctx, r, key, bad.Addr, time.Second)
 	if stale != 0 || fromBad != 0 {
 		t.Errorf("replica down: %d stale reads, %d served by %s; want none", stale, fromBad, bad.Addr)

@@ -19,7 +19,7 @@ import (
 // FaultNames lists the faults the nemesis knows, in the order a run
 // without --faults injects them.
 func FaultNames() []string {
-	return []string{"replica-crash", "replica-hang", "primary-crash", "primary-hang", "primary-full", "primary-disk", "switchover", "forced-switchover", "handshake", "busy-script", "instance-kill",
+	return []string{"replica-crash", "replica-resync", "replica-hang", "primary-crash", "primary-hang", "primary-full", "primary-disk", "switchover", "forced-switchover", "handshake", "busy-script", "instance-kill",
 		"instance-pause", "instance-clock", "primary-partition", "reshard", "cluster-restart"}
 }
 
@@ -150,6 +150,8 @@ func (n *nemesis) fault(ctx context.Context, name string) (drill.Fault, error) {
 	switch name {
 	case "replica-crash":
 		return drill.Crash(n.c, n.pick(replicas), "replica"), nil
+	case "replica-resync":
+		return n.resync(n.pick(replicas), primary), nil
 	case "replica-hang":
 		return drill.Hang(n.c, "replica "+replicas[0].Addr, replicas[0]), nil
 	case "primary-crash":
@@ -179,6 +181,25 @@ func (n *nemesis) fault(ctx context.Context, name string) (drill.Fault, error) {
 		return &partitionFault{c: n.c, n: n, primary: primary, replicas: replicas}, nil
 	}
 	return nil, fmt.Errorf("unknown fault %q", name)
+}
+
+// resync crashes a replica during a burst of writes, more than its
+// primary's backlog holds, and restarts it when it heals: the replica comes
+// back with data as old as the fault is long and needs a full sync, which
+// its primary delays by Redis's default 5 s, while it answers reads with
+// what it has. Healing waits for the cluster to be whole (the sync done),
+// then puts the primary's settings back.
+func (n *nemesis) resync(replica, primary *localcluster.Node) drill.Fault {
+	undo := func(context.Context) error { return nil }
+	return drill.FaultFunc{Label: "replica crashed behind, restarted needing a full sync " + replica.Addr,
+		InjectFn: func(ctx context.Context) (err error) {
+			undo, err = replica.FallBehind(ctx, primary)
+			return err
+		},
+		HealFn: func(ctx context.Context) error {
+			return errors.Join(replica.Restart(ctx), n.c.WaitHealthy(ctx), undo(ctx))
+		},
+	}
 }
 
 // handshake makes one node refuse Apollo's new connections (a password
