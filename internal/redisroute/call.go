@@ -299,7 +299,8 @@ func (r *Router) redirectConfirm(n *node) int {
 func (r *Router) vouched(x *node, now time.Time) bool {
 	v := x.repl.Load()
 	// A check round may take an interval more when a node's INFO times out.
-	return v != nil && now.Sub(v.at) <= 3*r.cfg.ReplicaCheckInterval
+	// A node not checked yet vouches for nothing: nothing answered for it.
+	return v != nil && !v.unchecked && now.Sub(v.at) <= 3*r.cfg.ReplicaCheckInterval
 }
 
 // markUnacked records that a write to n (or a confirmed read's fence, a

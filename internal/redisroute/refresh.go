@@ -95,6 +95,9 @@ func (r *Router) refresh(ctx context.Context, reason string) error {
 		if old := r.topo.Load(); old != nil && r.cfg.Policy != Legacy2019 {
 			r.keepOmitted(ctx, old, t)
 		}
+		if old := r.topo.Load(); old != nil {
+			r.awaitJoined(old, t)
+		}
 		if old := r.topo.Swap(t); old != nil {
 			r.m.forgetLeft(old, t)
 			r.noteDeparted(old, t)
@@ -108,6 +111,21 @@ func (r *Router) refresh(ctx context.Context, reason string) error {
 	err := fmt.Errorf("no node answered CLUSTER SLOTS: %w", errors.Join(errs...))
 	r.lastRefresh.Store(&Refreshed{At: r.clock.Now(), Reason: reason, Error: err.Error()})
 	return err
+}
+
+// awaitJoined holds the nodes of t that old did not have out of reads
+// until a check judges them (awaitCheck): a node that left the slot map
+// and came back may have restarted, even if no request found it down.
+func (r *Router) awaitJoined(old, t *topology) {
+	was := old.byAddr()
+	now := r.clock.Now()
+	r.ejectMu.Lock()
+	defer r.ejectMu.Unlock()
+	for _, n := range t.nodes {
+		if was[n.addr] == nil {
+			r.awaitCheck(n, now)
+		}
+	}
 }
 
 // refreshCandidates lists healthy topology nodes first, then the rest, then

@@ -230,6 +230,7 @@ func (r *Router) checkReplication() {
 	asked := r.clock.Now()
 	var mu sync.Mutex
 	infos := map[*node]*replication{}
+	failed := map[*node]error{}
 	var wg sync.WaitGroup
 	for _, n := range t.nodes {
 		wg.Add(1)
@@ -238,23 +239,33 @@ func (r *Router) checkReplication() {
 			ctx, cancel := context.WithTimeout(context.Background(), r.cfg.ReplicaCheckInterval)
 			text, err := n.probe.Info(ctx, "replication").Result()
 			cancel()
+			mu.Lock()
+			defer mu.Unlock()
 			if err != nil {
+				failed[n] = err
 				return
 			}
 			rep := parseReplication(text)
-			mu.Lock()
 			infos[n] = &rep
-			mu.Unlock()
 		}()
 	}
 	wg.Wait()
 	now := r.clock.Now()
 	for _, s := range t.shards {
-		// A node marked while a replica may be the primary now.
-		r.setBehind(s.primary, verdict{known: true, reason: "it is the primary"})
-		var p *replication
-		if s.primary.healthy() && !r.hopeless(s.primary, now) {
-			p = infos[s.primary]
+		p := infos[s.primary]
+		if p != nil && p.primary {
+			// A node marked while a replica may be the primary now.
+			r.judged(s.primary, verdict{known: true, reason: "it is the primary"}, asked)
+		}
+		// A primary that serves requests but did not answer this INFO in
+		// time (forking for a full sync is slow) is no failover: whether
+		// its replicas are behind is unknown, and their marks stay. One
+		// that refuses connections is down.
+		unknown := false
+		if !s.primary.healthy() || r.hopeless(s.primary, now) {
+			p = nil // a failover: see judgeShard
+		} else if p == nil && classify(failed[s.primary]) != classUnsent {
+			unknown = true
 		}
 		addrs := make([]string, len(s.replicas))
 		reps := make([]*replication, len(s.replicas))
@@ -267,6 +278,9 @@ func (r *Router) checkReplication() {
 				// periodic refresh. The topology follows now.
 				r.requestRefresh("a replica reports it is a primary")
 			}
+		}
+		if unknown {
+			continue
 		}
 		for i, v := range judgeShard(s.primary.addr, p, addrs, reps, r.cfg.MaxReplicaLag) {
 			r.judged(s.replicas[i], v, asked)
@@ -291,9 +305,11 @@ func (r *Router) judged(n *node, v verdict, asked time.Time) {
 // just joined, or been re-admitted after it failed, and may have restarted
 // without the data. Under ejectMu, or before n is published. Without the
 // checks (legacy-2019), nothing would ever judge it.
+// A replica found behind keeps that verdict: it is held out of reads as
+// well, and it stays a sign that its primary may be cut off.
 func (r *Router) awaitCheck(n *node, now time.Time) {
 	n.joined = now
-	if r.cfg.Policy == Legacy2019 {
+	if r.cfg.Policy == Legacy2019 || n.fellBehind() {
 		return
 	}
 	n.repl.Store(&verdict{known: true, behind: true, unchecked: true, reason: replicaUnchecked, lag: -1, at: now})
@@ -316,7 +332,7 @@ func (r *Router) setBehind(n *node, v verdict) {
 		v.lag = -1
 	}
 	v.at = r.clock.Now()
-	n.repl.Store(&v)
+	prev := n.repl.Swap(&v)
 	// Exported on every verdict, so a replica in step reads 0, not absent.
 	behind := 0.0
 	if v.behind {
@@ -329,6 +345,9 @@ func (r *Router) setBehind(n *node, v verdict) {
 	if v.behind {
 		r.log.Warn("redis replica behind its primary: no reads until it catches up", "node", n.addr, "reason", v.reason)
 		return
+	}
+	if prev != nil && prev.unchecked {
+		return // its first verdict since it (re)joined: nothing to tell
 	}
 	r.log.Info("redis replica serves reads again", "node", n.addr, "reason", v.reason)
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -219,20 +220,25 @@ func TestCheckReplicationMarksAndClears(t *testing.T) {
 	steps := []struct {
 		name         string
 		p, a, b      string
+		primaryOut   bool // the primary is ejected: it failed requests
 		wantA, wantB bool
 		wantLog      string // "" for no log line
 	}{
-		{"all in sync", both, replicaINFO(p, true), replicaINFO(p, true), false, false, ""},
-		{"a's link is down", onlyB, replicaINFO(p, false), replicaINFO(p, true), true, false, "level=WARN msg=\"redis replica behind its primary: no reads until it catches up\" node=" + a + " reason=\"" + behindLinkDown},
-		{"still down: no new line", onlyB, replicaINFO(p, false), replicaINFO(p, true), true, false, ""},
-		{"the primary stops answering", "-ERR hung", replicaINFO(p, false), replicaINFO(p, false), false, false, "level=INFO msg=\"redis replica serves reads again\" node=" + a + " reason=\"" + primaryUnreachable},
-		{"the primary is back, a still down", onlyB, replicaINFO(p, false), replicaINFO(p, true), true, false, "level=WARN"},
-		{"a caught up", both, replicaINFO(p, true), replicaINFO(p, true), false, false, "level=INFO msg=\"redis replica serves reads again\" node=" + a + " reason=\"" + replicaCaughtUp},
+		{"all in sync", both, replicaINFO(p, true), replicaINFO(p, true), false, false, false, ""},
+		{"a's link is down", onlyB, replicaINFO(p, false), replicaINFO(p, true), false, true, false, "level=WARN msg=\"redis replica behind its primary: no reads until it catches up\" node=" + a + " reason=\"" + behindLinkDown},
+		{"still down: no new line", onlyB, replicaINFO(p, false), replicaINFO(p, true), false, true, false, ""},
+		// A primary that serves requests and fails its INFO (slow, forking
+		// for a full sync) says nothing of its replicas: no failover.
+		{"the primary's INFO fails, requests do not: marks stay", "-ERR slow", replicaINFO(p, false), replicaINFO(p, false), false, true, false, ""},
+		{"the primary stops answering", "-ERR hung", replicaINFO(p, false), replicaINFO(p, false), true, false, false, "level=INFO msg=\"redis replica serves reads again\" node=" + a + " reason=\"" + primaryUnreachable},
+		{"the primary is back, a still down", onlyB, replicaINFO(p, false), replicaINFO(p, true), false, true, false, "level=WARN"},
+		{"a caught up", both, replicaINFO(p, true), replicaINFO(p, true), false, false, false, "level=INFO msg=\"redis replica serves reads again\" node=" + a + " reason=\"" + replicaCaughtUp},
 	}
 	for _, st := range steps {
 		set(&pInfo, st.p)
 		set(&aInfo, st.a)
 		set(&bInfo, st.b)
+		c.nodes[p].ejected.Store(st.primaryOut)
 		logs.Reset()
 		c.r.checkReplication()
 		gotA, gotB := c.nodes[a].behind.Load(), c.nodes[b].behind.Load()
@@ -244,6 +250,79 @@ func TestCheckReplicationMarksAndClears(t *testing.T) {
 		}
 		if got := logs.String(); st.wantLog == "" && got != "" || !strings.Contains(got, st.wantLog) {
 			t.Errorf("%s: logged %q, want %q", st.name, got, st.wantLog)
+		}
+	}
+}
+
+// A replica serves reads only once a check has judged it since it joined
+// or was re-admitted: a verdict from INFO asked before does not count, a
+// replica not yet judged vouches for nothing and is no sign that its
+// primary is cut off, and one found behind stays so across a re-admission.
+func TestAReplicaServesReadsOnlyOnceJudgedSinceItJoined(t *testing.T) {
+	c := newFakeCluster(t, shard3(answer("p:1", 2), answer("a:1", 2), answer("b:1", 2)))
+	r, a, b := c.r, c.nodes["a:1"], c.nodes["b:1"]
+	s := r.topo.Load().shards[0]
+	caughtUp := verdict{known: true, reason: replicaCaughtUp}
+	t0 := r.clock.Now()
+	r.judged(a, caughtUp, t0)
+	r.judged(b, caughtUp, t0)
+
+	readmitted := t0.Add(time.Second)
+	r.ejectMu.Lock()
+	r.awaitCheck(a, readmitted)
+	r.ejectMu.Unlock()
+	if !a.behind.Load() || a.fellBehind() || r.vouched(a, readmitted) {
+		t.Errorf("re-admitted: behind %v, fell behind %v, vouched %v; want held out of reads, no sign, vouching for nothing", a.behind.Load(), a.fellBehind(), r.vouched(a, readmitted))
+	}
+	if n, _, err := r.pickRead(s, 1, nil); err != nil || n != b {
+		t.Errorf("read while a is not judged went to %v (%v), want b", n, err)
+	}
+	if got := r.suspectFallback(s, s.primary); got != 0 {
+		t.Errorf("a fallback to the primary while a is not judged asks %d confirmations, want 0", got)
+	}
+	r.judged(a, caughtUp, readmitted.Add(-time.Millisecond)) // INFO asked before the re-admission
+	if !a.behind.Load() {
+		t.Error("a verdict from INFO asked before the re-admission was applied")
+	}
+	r.judged(a, caughtUp, readmitted)
+	if a.behind.Load() {
+		t.Error("a verdict from INFO asked at the re-admission was not applied")
+	}
+
+	linkDown := verdict{known: true, behind: true, reason: behindLinkDown}
+	r.judged(a, linkDown, readmitted)
+	r.ejectMu.Lock()
+	r.awaitCheck(a, readmitted.Add(time.Second))
+	r.ejectMu.Unlock()
+	if !a.fellBehind() || a.repl.Load().reason != behindLinkDown {
+		t.Errorf("a replica found behind, re-admitted: %+v, want its verdict kept", a.repl.Load())
+	}
+}
+
+// Under legacy-2019 nothing checks replication, so nothing waits for it.
+func TestLegacyRoutingHoldsNoReplicaForACheck(t *testing.T) {
+	c := newFakeCluster(t, shard3(answer("p:1", 2), answer("a:1", 2), answer("b:1", 2)), func(cfg *Config) { cfg.Policy = Legacy2019 })
+	a := c.nodes["a:1"]
+	c.r.awaitCheck(a, c.r.clock.Now())
+	if a.behind.Load() {
+		t.Error("legacy-2019: a re-admitted replica is held out of reads, and no check would ever release it")
+	}
+}
+
+// A node the slot map did not have is held until judged; one it had is
+// left alone.
+func TestANodeNewToTheSlotMapIsHeldUntilJudged(t *testing.T) {
+	c := newFakeCluster(t, shard3(answer("p:1", 2), answer("a:1", 2), answer("b:1", 2)))
+	old := c.r.topo.Load()
+	back := &node{addr: "c:1"}
+	t2 := &topology{nodes: append(slices.Clone(old.nodes), back)}
+	c.r.awaitJoined(old, t2)
+	if !back.behind.Load() {
+		t.Error("a node new to the slot map serves reads before it is judged")
+	}
+	for _, n := range old.nodes {
+		if n.behind.Load() {
+			t.Errorf("%s, in the slot map before, is held", n.addr)
 		}
 	}
 }
