@@ -23,8 +23,11 @@ Reproduce a failure on a local Redis Cluster and compare, side by side, the
 batch availability read (the call of the 2019 incident).
 
 Scenarios: replica-crash, replica-hang, replica-busy (a script that never
-ends runs on the replica: it answers BUSY to every command), primary-crash,
-slow-replica, reshard, full-outage. Exit code 1 when apollo misses the SLO.`
+ends runs on the replica: it answers BUSY to every command), replica-resync
+(the replica crashes during more writes than its primary's backlog holds and
+restarts at once: it answers reads with its old data, none of the drivers,
+until a full sync 5 s later; a missing driver counts as a failed command),
+primary-crash, slow-replica, reshard, full-outage. Exit code 1 when apollo misses the SLO.`
 
 func runDrill(ctx context.Context, e env, args []string) error {
 	cfg := drill.DefaultConfig()

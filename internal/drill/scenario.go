@@ -2,6 +2,7 @@ package drill
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -17,15 +18,18 @@ const (
 	ReplicaCrash Scenario = "replica-crash" // the 2019 incident
 	ReplicaHang  Scenario = "replica-hang"  // SIGSTOP for longer than the node timeout
 	ReplicaBusy  Scenario = "replica-busy"  // a script that never ends: BUSY to every command
-	PrimaryCrash Scenario = "primary-crash" // failover
-	SlowReplica  Scenario = "slow-replica"  // latency on one replica
-	ReshardSlots Scenario = "reshard"       // 1000 slots moved under load
-	FullOutage   Scenario = "full-outage"   // every node hangs, then resumes
+	// ReplicaResync: a replica that crashed during more writes than its
+	// primary's backlog holds restarts with its old data, 5 s from a full sync.
+	ReplicaResync Scenario = "replica-resync"
+	PrimaryCrash  Scenario = "primary-crash" // failover
+	SlowReplica   Scenario = "slow-replica"  // latency on one replica
+	ReshardSlots  Scenario = "reshard"       // 1000 slots moved under load
+	FullOutage    Scenario = "full-outage"   // every node hangs, then resumes
 )
 
 // Scenarios lists every scenario.
 func Scenarios() []Scenario {
-	return []Scenario{ReplicaCrash, ReplicaHang, ReplicaBusy, PrimaryCrash, SlowReplica, ReshardSlots, FullOutage}
+	return []Scenario{ReplicaCrash, ReplicaHang, ReplicaBusy, ReplicaResync, PrimaryCrash, SlowReplica, ReshardSlots, FullOutage}
 }
 
 // ParseScenario parses a scenario name.
@@ -57,6 +61,8 @@ func (s Scenario) Fault(ctx context.Context, c *localcluster.Cluster) (Fault, er
 		return Hang(c, "replica", replicas[0]), nil
 	case ReplicaBusy:
 		return FaultFunc{Label: "replica busy with a script (BUSY) " + replicas[0].Addr, InjectFn: replicas[0].Busy, HealFn: replicas[0].Unbusy}, nil
+	case ReplicaResync:
+		return resync(c, replicas[0], primary), nil
 	case PrimaryCrash:
 		return Crash(c, primary, "primary"), nil
 	case SlowReplica:
@@ -67,4 +73,21 @@ func (s Scenario) Fault(ctx context.Context, c *localcluster.Cluster) (Fault, er
 		return Hang(c, "full outage:", c.Nodes()...), nil
 	}
 	return nil, fmt.Errorf("unknown scenario %q", s)
+}
+
+// resync kills replica, writes past its primary's backlog and restarts it
+// at once: it answers PING and reads with its old data (the drill's drivers
+// were seeded after its last full sync: none of them) until its primary
+// sends the data set, 5 s later. Healing waits for the cluster to be whole,
+// then puts the primary's settings back.
+func resync(c *localcluster.Cluster, replica, primary *localcluster.Node) Fault {
+	undo := func(context.Context) error { return nil }
+	return FaultFunc{Label: "replica restarted behind its primary (a full sync 5 s away) " + replica.Addr,
+		InjectFn: func(ctx context.Context) error {
+			u, err := replica.FallBehind(ctx, primary)
+			undo = u
+			return errors.Join(err, replica.Restart(ctx))
+		},
+		HealFn: func(ctx context.Context) error { return errors.Join(c.WaitHealthy(ctx), undo(ctx)) },
+	}
 }
