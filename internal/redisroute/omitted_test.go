@@ -14,9 +14,13 @@ import (
 
 // clusterSlotsReply is a CLUSTER SLOTS answer (RESP2) giving every slot to
 // one shard: primary first, then replicas.
-func clusterSlotsReply(addrs ...string) string {
+func clusterSlotsReply(addrs ...string) string { return clusterSlotsRange(0, numSlots-1, addrs...) }
+
+// clusterSlotsRange is a CLUSTER SLOTS answer giving slots first to last
+// to one shard, and no other slot to any.
+func clusterSlotsRange(first, last int, addrs ...string) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "*1\r\n*%d\r\n:0\r\n:%d\r\n", 2+len(addrs), numSlots-1)
+	fmt.Fprintf(&b, "*1\r\n*%d\r\n:%d\r\n:%d\r\n", 2+len(addrs), first, last)
 	for _, a := range addrs {
 		host, port, _ := strings.Cut(a, ":")
 		fmt.Fprintf(&b, "*2\r\n$%d\r\n%s\r\n:%s\r\n", len(host), host, port)

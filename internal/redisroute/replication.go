@@ -220,10 +220,11 @@ func sameEndpoint(a, b string) bool {
 	return ia == ib || ia.IsLoopback() && ib.IsLoopback()
 }
 
-// checkReplication, every ReplicaCheckInterval, asks every node of the
-// topology for INFO replication through its probe pool, each bounded by
-// the interval so that a hung node delays the next check by one interval
-// at most, then judges each shard. It is the only writer of the nodes'
+// checkReplication, every ReplicaCheckInterval and at once when a node
+// waits for one (checkNow), asks every node of the topology for INFO
+// replication through its probe pool, each bounded by the interval so that
+// a hung node delays the next check by one interval at most, then judges
+// each shard. It is the only writer of the nodes'
 // behind marks.
 func (r *Router) checkReplication() {
 	t := r.topo.Load()
@@ -314,6 +315,10 @@ func (r *Router) awaitCheck(n *node, now time.Time) {
 	}
 	n.repl.Store(&verdict{known: true, behind: true, unchecked: true, reason: replicaUnchecked, lag: -1, at: now})
 	n.behind.Store(true)
+	select { // so that it serves again within a round trip, not a tick
+	case r.checkNow <- struct{}{}:
+	default: // one is asked for already
+	}
 }
 
 // fellBehind reports a replica the check found behind its primary: a

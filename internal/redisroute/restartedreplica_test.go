@@ -73,3 +73,34 @@ func readFor(t *testing.T, ctx context.Context, r *redisroute.Router, key, addr 
 	}
 	return tally.stale, tally.fromAddr
 }
+
+// A re-admitted replica is judged at once, not at the next periodic
+// check: with checks an hour apart, a replica that restarted in step with
+// its primary serves reads again soon after its probes re-admit it.
+func TestAReadmittedReplicaIsJudgedAtOnce(t *testing.T) {
+	c := clustertest.Start(t)
+	ctx := ctxFor(t, 60*time.Second)
+	const key = "rejudge:k"
+	primaryWriter(t, ctx, c, key)("v2", 2)
+	r := newRouter(t, c, func(cfg *redisroute.Config) { cfg.ReplicaCheckInterval = time.Hour })
+	bad := c.Replicas(ctx, shardOfKey(t, ctx, c, key))[0]
+	if err := bad.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	readFor(t, ctx, r, key, bad.Addr, 500*time.Millisecond) // finds it down: ejected
+	if err := bad.Restart(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for give := time.Now().Add(20 * time.Second); ; {
+		stale, fromBad := readFor(t, ctx, r, key, bad.Addr, 100*time.Millisecond)
+		if stale != 0 {
+			t.Fatalf("%d stale reads", stale)
+		}
+		if fromBad > 0 {
+			return
+		}
+		if time.Now().After(give) {
+			t.Fatalf("%s served no read in the 20 s after its restart: %+v", bad.Addr, r.Nodes())
+		}
+	}
+}

@@ -32,6 +32,9 @@ type Router struct {
 	persistLast map[string]NodePersistence // each node's last persistence check, by address; under persistMu
 	refreshCh   chan string
 	refreshSeq  atomic.Uint32
+	// checkNow asks for a replication check before the next tick: a node
+	// waits for one to serve reads (awaitCheck).
+	checkNow chan struct{}
 
 	nodesMu sync.Mutex
 	nodes   map[string]*node
@@ -89,6 +92,7 @@ func New(ctx context.Context, cfg Config, reg prometheus.Registerer, log *slog.L
 		clock:       realClock{},
 		steady:      newSteady(cfg.wall),
 		refreshCh:   make(chan string, 1),
+		checkNow:    make(chan struct{}, 1),
 		nodes:       map[string]*node{},
 		departed:    map[string]departed{},
 		memLast:     map[string]NodeMemory{},
@@ -132,7 +136,7 @@ func New(ctx context.Context, cfg Config, reg prometheus.Registerer, log *slog.L
 		go r.every(time.Second, r.checkSubscriptions)
 		go r.watchdogLoop()
 		go r.every(cfg.ProbeInterval, r.probeEjected)
-		go r.every(cfg.ReplicaCheckInterval, r.checkReplication)
+		go r.everyOr(cfg.ReplicaCheckInterval, r.checkNow, r.checkReplication)
 	}
 	return r, nil
 }
@@ -140,7 +144,10 @@ func New(ctx context.Context, cfg Config, reg prometheus.Registerer, log *slog.L
 // every runs f every d until Close: the body of a background goroutine
 // the Router owns (counted in wg by the caller). A run that takes longer
 // than d delays the next one; runs never overlap.
-func (r *Router) every(d time.Duration, f func()) {
+func (r *Router) every(d time.Duration, f func()) { r.everyOr(d, nil, f) }
+
+// everyOr is every, also running f at once when wake receives.
+func (r *Router) everyOr(d time.Duration, wake <-chan struct{}, f func()) {
 	defer r.wg.Done()
 	tick := time.NewTicker(d)
 	defer tick.Stop()
@@ -149,8 +156,9 @@ func (r *Router) every(d time.Duration, f func()) {
 		case <-r.stop:
 			return
 		case <-tick.C:
-			f()
+		case <-wake:
 		}
+		f()
 	}
 }
 

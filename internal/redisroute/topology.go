@@ -44,6 +44,17 @@ type topology struct {
 }
 
 // byAddr is t's nodes by address.
+// covered is how many slots t has a shard for.
+func (t *topology) covered() int {
+	n := 0
+	for _, s := range t.slots {
+		if s != nil {
+			n++
+		}
+	}
+	return n
+}
+
 func (t *topology) byAddr() map[string]*node {
 	m := make(map[string]*node, len(t.nodes))
 	for _, n := range t.nodes {
