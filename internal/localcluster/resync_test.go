@@ -7,23 +7,20 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/apollo-platform/apollo/internal/localcluster"
 	"github.com/apollo-platform/apollo/internal/localcluster/clustertest"
 )
 
-// A replica that fell behind comes back, restarted, with its old data and its link
-// down, is sent the whole data set (a full sync, not a partial one), and
-// has the primary's data once its link is up; undo puts the primary's
-// settings back.
+// A replica that fell behind comes back, restarted, with its old data and
+// its link down, is sent the whole data set (a full sync, not a partial
+// one), and has the primary's data once its link is up; undo puts the
+// primary's settings back.
 func TestAReplicaThatFellBehindNeedsAFullSync(t *testing.T) {
 	c := clustertest.Start(t, func(cfg *localcluster.Config) { cfg.Primaries, cfg.Replicas = 1, 1 })
 	ctx := ctxFor(t, 60*time.Second)
 	primary, replica := c.Primary(ctx, 0), c.Replicas(ctx, 0)[0]
-	admin, rep := primary.Client(), replica.Client()
+	admin := primary.Client()
 	defer admin.Close()
-	defer rep.Close()
 	// Written after the replica's last full sync, so its snapshot lacks it.
 	if err := admin.Set(ctx, "k", "v", 0).Err(); err != nil {
 		t.Fatal(err)
@@ -31,7 +28,7 @@ func TestAReplicaThatFellBehindNeedsAFullSync(t *testing.T) {
 	if err := admin.Do(ctx, "WAIT", 1, 5000).Err(); err != nil {
 		t.Fatal(err)
 	}
-	fullBefore := stat(t, ctx, admin, "stats", "sync_full")
+	fullBefore := infoField(t, ctx, primary, "stats", "sync_full")
 
 	undo, err := replica.FallBehind(ctx, primary)
 	if err == nil {
@@ -41,22 +38,20 @@ func TestAReplicaThatFellBehindNeedsAFullSync(t *testing.T) {
 		undo(context.Background())
 		t.Fatal(err)
 	}
-	if link := stat(t, ctx, rep, "replication", "master_link_status"); link != "down" {
+	if link := infoField(t, ctx, replica, "replication", "master_link_status"); link != "down" {
 		t.Errorf("link right after the restart = %q, want down", link)
 	}
-	if v, err := readOnlyGet(ctx, rep, "k"); err != redis.Nil {
-		t.Errorf("k on the restarted replica = %q, %v; want nothing (its old data)", v, err)
+	if v := readOnReplica(t, ctx, replica, "k"); v != "" {
+		t.Errorf("k on the restarted replica = %q; want nothing (its old data)", v)
 	}
-	for stat(t, ctx, rep, "replication", "master_link_status") != "up" {
-		if ctx.Err() != nil {
-			t.Fatal("the replica never caught up")
-		}
-		time.Sleep(100 * time.Millisecond)
+	if err := waitUntil(ctx, func() bool { return infoField(t, ctx, replica, "replication", "master_link_status") == "up" }); err != nil {
+		t.Fatalf("the replica never caught up: %v", err)
 	}
-	if v, err := readOnlyGet(ctx, rep, "k"); err != nil || v != "v" {
-		t.Errorf("k once caught up = %q, %v; want v", v, err)
+	if v := readOnReplica(t, ctx, replica, "k"); v != "v" {
+		t.Errorf("k once caught up = %q; want v", v)
 	}
-	if full := stat(t, ctx, admin, "stats", "sync_full"); full != strconv.Itoa(mustAtoi(t, fullBefore)+1) {
+	before, _ := strconv.Atoi(fullBefore)
+	if full := infoField(t, ctx, primary, "stats", "sync_full"); full != strconv.Itoa(before+1) {
 		t.Errorf("full syncs: %s before, %s after; want one more", fullBefore, full)
 	}
 	if err := undo(ctx); err != nil {
@@ -68,10 +63,10 @@ func TestAReplicaThatFellBehindNeedsAFullSync(t *testing.T) {
 	}
 }
 
-// stat is one field of one INFO section.
-func stat(t *testing.T, ctx context.Context, cl *redis.Client, section, field string) string {
+// infoField is one field of one section of n's INFO.
+func infoField(t *testing.T, ctx context.Context, n *localcluster.Node, section, field string) string {
 	t.Helper()
-	info, err := cl.Info(ctx, section).Result()
+	info, err := n.Info(ctx, section)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,24 +75,6 @@ func stat(t *testing.T, ctx context.Context, cl *redis.Client, section, field st
 			return v
 		}
 	}
-	t.Fatalf("INFO %s has no %s", section, field)
+	t.Fatalf("INFO %s of %s has no %s", section, n.Addr, field)
 	return ""
-}
-
-func readOnlyGet(ctx context.Context, cl *redis.Client, key string) (string, error) {
-	conn := cl.Conn()
-	defer conn.Close()
-	if err := conn.ReadOnly(ctx).Err(); err != nil {
-		return "", err
-	}
-	return conn.Get(ctx, key).Result()
-}
-
-func mustAtoi(t *testing.T, s string) int {
-	t.Helper()
-	n, err := strconv.Atoi(s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return n
 }

@@ -77,16 +77,19 @@ func (r *Router) refreshLoop() {
 // A node's answer may leave out slots its cluster serves: mid-failover, one
 // answered without the promoted replica's (likely holding them as that
 // node's before it had marked it a primary; CLUSTER SLOTS lists primaries
-// only). Such a
-// map sent every command of those slots to ErrNoNode until the next
-// refresh, 200 ms later (TestPrimaryCrashFailsOver, once in about 75
-// runs: 6,108 reads). So an answer that covers fewer slots than the map in
+// only). Such a map sent every command of those slots to ErrNoNode until
+// the next refresh, 200 ms later (TestPrimaryCrashFailsOver, once in about
+// 75 runs: 6,108 reads). So an answer that covers fewer slots than the map in
 // use is passed over for the next node's; when no node gives a whole one
 // (slots were removed), the fullest is taken.
 func (r *Router) refresh(ctx context.Context, reason string) error {
 	var errs []error
 	var best *topology
 	var bestFrom *node
+	bestCovered, inUse := 0, 0 // inUse: the map in use's slots; none before the first
+	if old := r.topo.Load(); old != nil {
+		inUse = old.covered()
+	}
 	for _, n := range r.refreshCandidates() {
 		cctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
 		slots, err := n.probe.ClusterSlots(cctx).Result()
@@ -100,10 +103,11 @@ func (r *Router) refresh(ctx context.Context, reason string) error {
 			errs = append(errs, fmt.Errorf("%s: %w", n.addr, err))
 			continue
 		}
-		if best == nil || t.covered() > best.covered() {
-			best, bestFrom = t, n
+		covered := t.covered()
+		if best == nil || covered > bestCovered {
+			best, bestFrom, bestCovered = t, n, covered
 		}
-		if old := r.topo.Load(); t.covered() < numSlots && old != nil && t.covered() < old.covered() {
+		if covered < inUse {
 			continue
 		}
 		r.install(ctx, t, n, reason)
@@ -125,10 +129,10 @@ func (r *Router) install(ctx context.Context, t *topology, from *node, reason st
 	for _, n := range t.nodes {
 		n.listedAt.Store(t.at.UnixNano())
 	}
-	if old := r.topo.Load(); old != nil && r.cfg.Policy != Legacy2019 {
-		r.keepOmitted(ctx, old, t)
-	}
 	if old := r.topo.Load(); old != nil {
+		if r.cfg.Policy != Legacy2019 {
+			r.keepOmitted(ctx, old, t)
+		}
 		r.awaitJoined(old, t)
 	}
 	if old := r.topo.Swap(t); old != nil {

@@ -224,8 +224,8 @@ func sameEndpoint(a, b string) bool {
 // waits for one (checkNow), asks every node of the topology for INFO
 // replication through its probe pool, each bounded by the interval so that
 // a hung node delays the next check by one interval at most, then judges
-// each shard. It is the only writer of the nodes'
-// behind marks.
+// each shard. Its verdicts, and awaitCheck's hold, are the only writers of
+// the nodes' behind marks.
 func (r *Router) checkReplication() {
 	t := r.topo.Load()
 	asked := r.clock.Now()
@@ -304,10 +304,10 @@ func (r *Router) judged(n *node, v verdict, asked time.Time) {
 
 // awaitCheck holds n out of reads until the next check judges it: it has
 // just joined, or been re-admitted after it failed, and may have restarted
-// without the data. Under ejectMu, or before n is published. Without the
-// checks (legacy-2019), nothing would ever judge it.
-// A replica found behind keeps that verdict: it is held out of reads as
-// well, and it stays a sign that its primary may be cut off.
+// without the data. Under ejectMu, or before n is published. Not under
+// legacy-2019, which runs no checks to judge it. A replica found behind
+// keeps that verdict: it is held out of reads as well, and it stays a sign
+// that its primary may be cut off.
 func (r *Router) awaitCheck(n *node, now time.Time) {
 	n.joined = now
 	if r.cfg.Policy == Legacy2019 || n.fellBehind() {

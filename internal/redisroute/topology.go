@@ -43,7 +43,6 @@ type topology struct {
 	at     time.Time      // when the slot map was fetched
 }
 
-// byAddr is t's nodes by address.
 // covered is how many slots t has a shard for.
 func (t *topology) covered() int {
 	n := 0
@@ -55,6 +54,7 @@ func (t *topology) covered() int {
 	return n
 }
 
+// byAddr is t's nodes by address.
 func (t *topology) byAddr() map[string]*node {
 	m := make(map[string]*node, len(t.nodes))
 	for _, n := range t.nodes {
