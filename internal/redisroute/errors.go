@@ -47,7 +47,7 @@ const (
 	classAsk              // ASK: slot migrating; ask the target once
 	classTryAgain         // TRYAGAIN: multi-key during migration; back off, same node
 	classClusterDn        // CLUSTERDOWN / MASTERDOWN: back off, refresh
-	classNotServed        // READONLY / LOADING: this node cannot serve it now; refresh, other node
+	classNotServed        // READONLY / LOADING / errHeldOut: this node cannot serve it now; refresh, other node
 	classUnsent           // the request never left: dial failed, pool exhausted
 	classRefused          // the node refused us: authentication or permission failed (WRONGPASS, NOAUTH, NOPERM), or it is busy with a script (BUSY); nothing ran
 	classUnanswered       // sent (maybe), no reply: timeout, EOF, reset
@@ -77,7 +77,7 @@ func classify(err error) class {
 		return classTryAgain
 	case redis.IsClusterDownError(err), redis.IsMasterDownError(err), isWriteRefused(err):
 		return classClusterDn
-	case redis.IsReadOnlyError(err), redis.IsLoadingError(err):
+	case redis.IsReadOnlyError(err), redis.IsLoadingError(err), errors.Is(err, errHeldOut):
 		return classNotServed
 	case isRefusal(err), isBusy(err):
 		return classRefused

@@ -35,6 +35,10 @@ type node struct {
 	// checks asked before it say nothing of it (see awaitCheck). Under the
 	// router's ejectMu.
 	joined time.Time
+	// runID is the run_id of the Redis process a request connection last
+	// found behind the address, "" until one did; under the router's
+	// ejectMu (see restart.go).
+	runID string
 	// Why and when the node was last ejected; under the router's ejectMu.
 	ejectReason string
 	ejectedAt   time.Time
@@ -45,7 +49,11 @@ type node struct {
 	m           nodeMetrics
 }
 
-func newNode(addr string, cfg Config, m *metrics) *node {
+// newNode makes the node at addr. connected, if not nil, is told the run
+// id of the process behind each new request connection, which it may
+// refuse (see restart.go).
+func newNode(addr string, cfg Config, m *metrics, connected func(*node, string) error) *node {
+	n := &node{addr: addr, reads: coalescer{after: cfg.CoalesceAfter}, m: m.forNode(addr)}
 	opt := &redis.Options{
 		Addr:                  addr,
 		Username:              cfg.Username,
@@ -67,9 +75,14 @@ func newNode(addr string, cfg Config, m *metrics) *node {
 	probeOpt := *opt
 	probeOpt.PoolSize = 1
 	probeOpt.PipelinePoolSize = -1
-	client := redis.NewClient(opt)
-	n := &node{addr: addr, client: client, pipe: goRedisPipeliner{client}, reads: coalescer{after: cfg.CoalesceAfter},
-		probe: redis.NewClient(&probeOpt), m: m.forNode(addr)}
+	if connected != nil {
+		// Not the probes': they read no data, and the check that would
+		// release a refused node asks through them.
+		opt.OnConnect = n.onConnect(connected)
+	}
+	n.client = redis.NewClient(opt)
+	n.pipe = goRedisPipeliner{n.client}
+	n.probe = redis.NewClient(&probeOpt)
 	if cfg.PrimaryFallbackRate > 0 {
 		n.fallback = rate.NewLimiter(rate.Limit(cfg.PrimaryFallbackRate), max(cfg.PrimaryFallbackRate/10, 1))
 	}

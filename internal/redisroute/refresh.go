@@ -194,7 +194,11 @@ func (r *Router) nodeFor(addr string) *node {
 	if n, ok := r.nodes[addr]; ok {
 		return n
 	}
-	n := newNode(addr, r.cfg, r.m)
+	var connected func(*node, string) error
+	if r.cfg.Policy != Legacy2019 { // as in 2019: no check would release it
+		connected = r.connected
+	}
+	n := newNode(addr, r.cfg, r.m, connected)
 	r.awaitCheck(n, r.clock.Now())
 	r.nodes[addr] = n
 	return n

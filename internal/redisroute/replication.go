@@ -127,7 +127,7 @@ const (
 	behindNotListed    = "its primary does not list it as a connected replica"
 	primaryUnreachable = "its primary is not answering (a failover: its data is the freshest there is)"
 	replicaCaughtUp    = "caught up"
-	replicaUnchecked   = "not checked since it joined or was re-admitted (it may have restarted without the data)"
+	replicaUnchecked   = "not checked since it joined, was re-admitted or restarted (it may be without the data)"
 )
 
 // judgeShard decides which replicas of one shard are behind. primary is

@@ -2,6 +2,7 @@ package redisroute_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -18,37 +19,20 @@ import (
 // be answered by it before it has caught up: a driver's position would
 // read as it was at the snapshot, a driver registered since as missing.
 func TestARestartedReplicaServesNoReadsUntilItHasTheData(t *testing.T) {
-	// Snapshots, so that the replica comes back with old data.
-	c := clustertest.Start(t, func(cfg *localcluster.Config) { cfg.Persistence = localcluster.PersistenceRDB })
-	ctx := ctxFor(t, 90*time.Second)
 	const key = "restart:k"
-	set := primaryWriter(t, ctx, c, key)
-	set("v1", 2)
-
+	c, ctx, set := snapshotCluster(t, key)
 	r := newRouter(t, c)
 	shard := shardOfKey(t, ctx, c, key)
 	bad := c.Replicas(ctx, shard)[0]
 	badAdmin := bad.Client()
 	t.Cleanup(func() { badAdmin.Close() })
-	if err := badAdmin.Save(ctx).Err(); err != nil { // its snapshot holds v1
-		t.Fatal(err)
-	}
-	undo, err := bad.FallBehind(ctx, c.Primary(ctx, shard))
-	t.Cleanup(func() { undo(context.Background()) })
-	if err != nil {
-		t.Fatal(err)
-	}
+	fallBehindOnSnapshot(t, ctx, c, shard, bad)
 	set("v2", 1)
 	stale, fromBad := readFor(t, ctx, r, key, bad.Addr, time.Second)
 	if stale != 0 || fromBad != 0 {
 		t.Errorf("replica down: %d stale reads, %d served by %s; want none", stale, fromBad, bad.Addr)
 	}
-	if err := bad.Restart(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if v, err := readOnly(ctx, bad, key); err != nil || v != "v1" {
-		t.Fatalf("the restarted replica reads %q, %v; want v1 (the test needs a replica back with old data)", v, err)
-	}
+	restartWithOldData(t, ctx, bad, key)
 	stale, fromBad = readFor(t, ctx, r, key, bad.Addr, 4*time.Second)
 	if stale != 0 {
 		t.Errorf("replica restarted, syncing: %d reads answered with old data (%d served by %s); want none", stale, fromBad, bad.Addr)
@@ -101,6 +85,93 @@ func TestAReadmittedReplicaIsJudgedAtOnce(t *testing.T) {
 		}
 		if time.Now().After(give) {
 			t.Fatalf("%s served no read in the 20 s after its restart: %+v", bad.Addr, r.Nodes())
+		}
+	}
+}
+
+// A replica that crashes and restarts while none of the router's requests
+// is on the wire breaks no connection the router sees: go-redis drops the
+// closed ones from its pool and dials new ones, unseen. Nothing ejected
+// it, so nothing re-admitted it, and its old data was read until the next
+// replication check, up to ReplicaCheckInterval later (here an hour, so
+// that the reads alone must tell). A new connection tells a restart by the
+// process's run_id, and the replica serves no read until a check has
+// judged it since.
+func TestAReplicaThatRestartsBetweenTwoReadsServesNoneUntilJudged(t *testing.T) {
+	const key = "quiet:k"
+	c, ctx, set := snapshotCluster(t, key)
+	r := newRouter(t, c, func(cfg *redisroute.Config) {
+		cfg.ReplicaCheckInterval, cfg.RefreshInterval = time.Hour, time.Hour
+	})
+	shard := shardOfKey(t, ctx, c, key)
+	bad := c.Replicas(ctx, shard)[0]
+	for give := time.Now().Add(10 * time.Second); ; { // its pool holds connections
+		if _, fromBad := readFor(t, ctx, r, key, bad.Addr, 50*time.Millisecond); fromBad > 0 {
+			break
+		}
+		if time.Now().After(give) {
+			t.Fatalf("%s served no read in 10 s: %+v", bad.Addr, r.Nodes())
+		}
+	}
+	fallBehindOnSnapshot(t, ctx, c, shard, bad)
+	set("v2", 1)
+	restartWithOldData(t, ctx, bad, key)
+	stale, fromBad := readFor(t, ctx, r, key, bad.Addr, 3*time.Second)
+	if stale != 0 {
+		t.Errorf("replica restarted between reads, syncing: %d reads answered with old data (%d served by %s); want none", stale, fromBad, bad.Addr)
+	}
+}
+
+// snapshotCluster starts a cluster whose nodes keep snapshots, so that a
+// restarted replica comes back with old data, and sets key to v1 with both
+// replicas' acknowledgement; set writes key on its primary.
+func snapshotCluster(t *testing.T, key string) (c *localcluster.Cluster, ctx context.Context, set func(val string, acks int)) {
+	t.Helper()
+	c = clustertest.Start(t, func(cfg *localcluster.Config) { cfg.Persistence = localcluster.PersistenceRDB })
+	ctx = ctxFor(t, 90*time.Second)
+	set = primaryWriter(t, ctx, c, key)
+	set("v1", 2)
+	return c, ctx, set
+}
+
+// fallBehindOnSnapshot has replica bad of shard save a snapshot (of v1),
+// then fall behind its primary (localcluster's FallBehind), undone when
+// the test ends.
+func fallBehindOnSnapshot(t *testing.T, ctx context.Context, c *localcluster.Cluster, shard int, bad *localcluster.Node) {
+	t.Helper()
+	saveSnapshot(t, ctx, bad)
+	undo, err := bad.FallBehind(ctx, c.Primary(ctx, shard))
+	t.Cleanup(func() { undo(context.Background()) })
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// restartWithOldData restarts bad and checks that it reads key as v1:
+// the tests need a replica back with old data.
+func restartWithOldData(t *testing.T, ctx context.Context, bad *localcluster.Node, key string) {
+	t.Helper()
+	if err := bad.Restart(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if v, err := readOnly(ctx, bad, key); err != nil || v != "v1" {
+		t.Fatalf("the restarted replica reads %q, %v; want v1 (the test needs a replica back with old data)", v, err)
+	}
+}
+
+// saveSnapshot has n write its snapshot now, once a background save under
+// way (a replica's, after a full sync) is done.
+func saveSnapshot(t *testing.T, ctx context.Context, n *localcluster.Node) {
+	t.Helper()
+	admin := n.Client()
+	defer admin.Close()
+	for give := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		err := admin.Save(ctx).Err()
+		if err == nil {
+			return
+		}
+		if !strings.Contains(err.Error(), "in progress") || time.Now().After(give) {
+			t.Fatalf("SAVE on %s: %v", n.Addr, err)
 		}
 	}
 }

@@ -1,0 +1,104 @@
+package redisroute
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// A replica that crashes and restarts while none of the router's requests
+// is on the wire breaks no connection the router sees: go-redis drops the
+// closed connections from its pool and dials new ones, unseen. Nothing
+// ejects it, so nothing re-admits it (awaitCheck), and it answered reads
+// with its last snapshot, or nothing, until the next replication check
+// (TestAReplicaThatRestartsBetweenTwoReadsServesNoneUntilJudged). So every
+// new request connection asks for the run_id of the process behind it,
+// which Redis draws afresh at each start, in the same round trip as
+// READONLY. A role does not tell a restart: a failover changes it, and a
+// restarted replica is a replica still.
+
+// errHeldOut refuses a new connection to a replica held out of reads:
+// not judged by a replication check since it joined, was re-admitted or
+// restarted, or judged behind its primary. A command routed to it before
+// it was held goes to another node. Not wrapped by go-redis, and
+// classified as not served (classify).
+var errHeldOut = errors.New("redis replica held out of reads (restarted, rejoined or behind its primary, or not yet checked)")
+
+// onConnect is the set-up of each new request connection to n: READONLY,
+// so that a replica serves reads for its slots (a primary ignores it), and
+// INFO server for connected. A node that refuses INFO (an ACL user without
+// it) is not refused for that: its restarts go unseen (connected is told
+// "").
+func (n *node) onConnect(connected func(*node, string) error) func(context.Context, *redis.Conn) error {
+	return func(ctx context.Context, cn *redis.Conn) error {
+		var readOnly *redis.StatusCmd
+		var info *redis.StringCmd
+		_, _ = cn.Pipelined(ctx, func(p redis.Pipeliner) error {
+			readOnly, info = p.ReadOnly(ctx), p.Info(ctx, "server")
+			return nil
+		})
+		if err := readOnly.Err(); err != nil {
+			return err
+		}
+		if err := info.Err(); err != nil {
+			var reply redis.Error
+			if !errors.As(err, &reply) {
+				return err
+			}
+			return connected(n, "")
+		}
+		return connected(n, parseRunID(info.Val()))
+	}
+}
+
+// parseRunID finds run_id in the text of INFO server, "" if absent.
+func parseRunID(info string) string {
+	for _, line := range strings.Split(info, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimRight(line, "\r"), "run_id:"); ok {
+			return v
+		}
+	}
+	return ""
+}
+
+// connected records the run id a new request connection to n found
+// behind it. A new one is a restart: n is held out of reads until a check
+// judges it, as a re-admitted node is. A replica held out of reads, for
+// this or any reason, is refused the connection: no read is routed to it,
+// so a command that reaches one was routed before the hold (refusing
+// only until the first verdict let a pipeline through a new connection
+// 2 ms after the check had found the replica behind, likely dialled again
+// by go-redis for the one whose connection was refused: old data).
+// A primary, or a node the slot map does not list as a replica (a
+// redirect's target), is not refused.
+func (r *Router) connected(n *node, runID string) error {
+	r.ejectMu.Lock()
+	defer r.ejectMu.Unlock()
+	if prev := n.runID; prev != "" && runID != "" && prev != runID {
+		r.log.Warn("redis node restarted: no reads from it until the replication check judges it", "node", n.addr)
+		r.awaitCheck(n, r.clock.Now())
+	}
+	if runID != "" {
+		n.runID = runID
+	}
+	if n.behind.Load() && r.topo.Load().isReplica(n) {
+		return errHeldOut
+	}
+	return nil
+}
+
+// isReplica reports whether t lists n as a replica of one of its shards.
+func (t *topology) isReplica(n *node) bool {
+	if t == nil {
+		return false
+	}
+	for _, s := range t.shards {
+		if slices.Contains(s.replicas, n) {
+			return true
+		}
+	}
+	return false
+}
