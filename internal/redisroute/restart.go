@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"slices"
-	"strings"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -55,13 +54,13 @@ func (n *node) onConnect(connected func(*node, string) error) func(context.Conte
 }
 
 // parseRunID finds run_id in the text of INFO server, "" if absent.
-func parseRunID(info string) string {
-	for _, line := range strings.Split(info, "\n") {
-		if v, ok := strings.CutPrefix(strings.TrimRight(line, "\r"), "run_id:"); ok {
-			return v
+func parseRunID(info string) (id string) {
+	infoFields(info, func(k, v string) {
+		if k == "run_id" {
+			id = v
 		}
-	}
-	return ""
+	})
+	return id
 }
 
 // connected records the run id a new request connection to n found
