@@ -35,10 +35,11 @@ type node struct {
 	// checks asked before it say nothing of it (see awaitCheck). Under the
 	// router's ejectMu.
 	joined time.Time
-	// runID is the run_id of the Redis process a request connection last
-	// found behind the address, "" until one did; under the router's
-	// ejectMu (see restart.go).
-	runID string
+	// runID is the run_id of the Redis process last found behind the
+	// address, by a request connection or a replication check, at runIDAt;
+	// "" until one did. Under the router's ejectMu (see restart.go).
+	runID   string
+	runIDAt time.Time
 	// Why and when the node was last ejected; under the router's ejectMu.
 	ejectReason string
 	ejectedAt   time.Time

@@ -222,7 +222,8 @@ func sameEndpoint(a, b string) bool {
 
 // checkReplication, every ReplicaCheckInterval and at once when a node
 // waits for one (checkNow), asks every node of the topology for INFO
-// replication through its probe pool, each bounded by the interval so that
+// replication, and INFO server for its run_id (see restart.go), through
+// its probe pool, each bounded by the interval so that
 // a hung node delays the next check by one interval at most, then judges
 // each shard. Its verdicts, and awaitCheck's hold, are the only writers of
 // the nodes' behind marks.
@@ -238,8 +239,14 @@ func (r *Router) checkReplication() {
 		go func() {
 			defer wg.Done()
 			ctx, cancel := context.WithTimeout(context.Background(), r.cfg.ReplicaCheckInterval)
-			text, err := n.probe.Info(ctx, "replication").Result()
+			pipe := n.probe.Pipeline()
+			repl, server := pipe.Info(ctx, "replication"), pipe.Info(ctx, "server")
+			_, _ = pipe.Exec(ctx)
 			cancel()
+			text, err := repl.Result()
+			if server.Err() == nil {
+				r.sawRunID(n, parseRunID(server.Val()), asked)
+			}
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -13,7 +14,7 @@ import (
 // closed connections from its pool and dials new ones, unseen. Nothing
 // ejects it, so nothing re-admits it (awaitCheck), and it answered reads
 // with its last snapshot, or nothing, until the next replication check
-// (TestAReplicaThatRestartsBetweenTwoReadsServesNoneUntilJudged). So every
+// (TestAReplicaThatRestartsQuietlyServesNoneUntilJudged). So every
 // new request connection asks for the run_id of the process behind it,
 // which Redis draws afresh at each start, in the same round trip as
 // READONLY. A role does not tell a restart: a failover changes it, and a
@@ -64,29 +65,49 @@ func parseRunID(info string) (id string) {
 }
 
 // connected records the run id a new request connection to n found
-// behind it. A new one is a restart: n is held out of reads until a check
-// judges it, as a re-admitted node is. A replica held out of reads, for
-// this or any reason, is refused the connection: no read is routed to it,
-// so a command that reaches one was routed before the hold (refusing
-// only until the first verdict let a pipeline through a new connection
-// 2 ms after the check had found the replica behind, likely dialled again
-// by go-redis for the one whose connection was refused: old data).
+// behind it (sawRunID). A replica held out of reads, for a restart or any
+// other reason, is refused the connection: no read is routed to it, so a
+// command that reaches one was routed before the hold (refusing only
+// until the first verdict let a pipeline through a new connection 2 ms
+// after the check had found the replica behind, likely dialled again by
+// go-redis for the one whose connection was refused: old data).
 // A primary, or a node the slot map does not list as a replica (a
 // redirect's target), is not refused.
 func (r *Router) connected(n *node, runID string) error {
 	r.ejectMu.Lock()
 	defer r.ejectMu.Unlock()
-	if prev := n.runID; prev != "" && runID != "" && prev != runID {
-		r.log.Warn("redis node restarted: no reads from it until the replication check judges it", "node", n.addr)
-		r.awaitCheck(n, r.clock.Now())
-	}
-	if runID != "" {
-		n.runID = runID
-	}
+	r.noteRunID(n, runID, r.clock.Now())
 	if n.behind.Load() && r.topo.Load().isReplica(n) {
 		return errHeldOut
 	}
 	return nil
+}
+
+// sawRunID records the run id a replication check asked at asked found
+// behind n. The checks learn it too, so that a replica that restarts
+// before any request connection to it is told apart at the first one
+// (TestAReplicaThatRestartsQuietlyServesNoneUntilJudged).
+func (r *Router) sawRunID(n *node, runID string, asked time.Time) {
+	r.ejectMu.Lock()
+	defer r.ejectMu.Unlock()
+	r.noteRunID(n, runID, asked)
+}
+
+// noteRunID records runID, found behind n at at. One other than the last
+// recorded is a restart: n is held out of reads until a check judges it,
+// as a re-admitted node is. An answer older than the one recorded (a
+// check asked before a request connection set itself up, and judged
+// after) is passed over: it would undo a newer one. "" (INFO refused)
+// tells nothing. Under ejectMu.
+func (r *Router) noteRunID(n *node, runID string, at time.Time) {
+	if runID == "" || at.Before(n.runIDAt) {
+		return
+	}
+	if n.runID != "" && n.runID != runID {
+		r.log.Warn("redis node restarted: no reads from it until the replication check judges it", "node", n.addr)
+		r.awaitCheck(n, r.clock.Now())
+	}
+	n.runID, n.runIDAt = runID, at
 }
 
 // isReplica reports whether t lists n as a replica of one of its shards.

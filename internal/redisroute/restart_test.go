@@ -74,6 +74,33 @@ func TestANewConnectionTellsARestart(t *testing.T) {
 	}
 }
 
+// The replication checks learn the run id as well (sawRunID), so that
+// the first request connection to a replica that restarted before any
+// read reached it tells the restart. A check's answer older than the run
+// id recorded since (asked before a connection set itself up, recorded
+// after) is passed over: it would read as a restart back.
+func TestACheckLearnsTheRunIDAndAnOlderAnswerIsPassedOver(t *testing.T) {
+	c := newFakeCluster(t, shard3(answer("p:1", 2), answer("a:1", 2), answer("b:1", 2)))
+	r, a := c.r, c.nodes["a:1"]
+	caughtUp := verdict{known: true, reason: replicaCaughtUp}
+	before := r.clock.Now()
+	r.judged(a, caughtUp, before)
+	r.sawRunID(a, "run-1", before)
+	c.clock.Advance(time.Millisecond)
+	if err := r.connected(a, "run-2"); !errors.Is(err, errHeldOut) || !a.behind.Load() {
+		t.Fatalf("first connection after a restart the check saw the process before: connected = %v, behind %v; want refused and held", err, a.behind.Load())
+	}
+	c.clock.Advance(time.Millisecond)
+	r.judged(a, caughtUp, r.clock.Now())
+	r.sawRunID(a, "run-1", before)
+	if a.runID != "run-2" || a.behind.Load() {
+		t.Errorf("an answer from before the connection's: run id %q, behind %v; want run-2 kept and not held", a.runID, a.behind.Load())
+	}
+	if err := r.connected(a, "run-2"); err != nil {
+		t.Errorf("the same process since: connected = %v, want served", err)
+	}
+}
+
 // The set-up of a new connection: READONLY and INFO server in one round
 // trip. A node whose ACL user may not run INFO is served all the same
 // (its restarts go unseen), one that refuses READONLY is not.

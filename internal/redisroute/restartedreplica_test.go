@@ -89,36 +89,57 @@ func TestAReadmittedReplicaIsJudgedAtOnce(t *testing.T) {
 	}
 }
 
-// A replica that crashes and restarts while none of the router's requests
-// is on the wire breaks no connection the router sees: go-redis drops the
-// closed ones from its pool and dials new ones, unseen. Nothing ejected
-// it, so nothing re-admitted it, and its old data was read until the next
-// replication check, up to ReplicaCheckInterval later (here an hour, so
-// that the reads alone must tell). A new connection tells a restart by the
-// process's run_id, and the replica serves no read until a check has
-// judged it since.
-func TestAReplicaThatRestartsBetweenTwoReadsServesNoneUntilJudged(t *testing.T) {
-	const key = "quiet:k"
-	c, ctx, set := snapshotCluster(t, key)
-	r := newRouter(t, c, func(cfg *redisroute.Config) {
-		cfg.ReplicaCheckInterval, cfg.RefreshInterval = time.Hour, time.Hour
-	})
-	shard := shardOfKey(t, ctx, c, key)
-	bad := c.Replicas(ctx, shard)[0]
-	for give := time.Now().Add(10 * time.Second); ; { // its pool holds connections
-		if _, fromBad := readFor(t, ctx, r, key, bad.Addr, 50*time.Millisecond); fromBad > 0 {
-			break
-		}
-		if time.Now().After(give) {
-			t.Fatalf("%s served no read in 10 s: %+v", bad.Addr, r.Nodes())
-		}
-	}
-	fallBehindOnSnapshot(t, ctx, c, shard, bad)
-	set("v2", 1)
-	restartWithOldData(t, ctx, bad, key)
-	stale, fromBad := readFor(t, ctx, r, key, bad.Addr, 3*time.Second)
-	if stale != 0 {
-		t.Errorf("replica restarted between reads, syncing: %d reads answered with old data (%d served by %s); want none", stale, fromBad, bad.Addr)
+// A replica that restarts quietly breaks no connection the router sees.
+//
+// Between two reads, while none of the router's requests is on the wire:
+// go-redis drops the closed connections from its pool and dials new ones,
+// unseen. Nothing ejected it, so nothing re-admitted it, and its old data
+// was read until the next replication check, up to ReplicaCheckInterval
+// later (here an hour, so that the reads alone must tell). A new
+// connection tells a restart by the process's run_id.
+//
+// Before its first read (judged, but no read reached it: under the primary
+// or nearest policy, or while its shard's reads went elsewhere): the first
+// request connection had no run_id to compare with. The checks learn the
+// run_id too.
+//
+// Either way the replica serves no read until a check has judged it since.
+func TestAReplicaThatRestartsQuietlyServesNoneUntilJudged(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		ready func(t *testing.T, ctx context.Context, r *redisroute.Router, key, addr string)
+	}{
+		{"between two reads", func(t *testing.T, ctx context.Context, r *redisroute.Router, key, addr string) {
+			for give := time.Now().Add(10 * time.Second); ; { // its pool holds connections
+				if _, fromBad := readFor(t, ctx, r, key, addr, 50*time.Millisecond); fromBad > 0 {
+					return
+				}
+				if time.Now().After(give) {
+					t.Fatalf("%s served no read in 10 s: %+v", addr, r.Nodes())
+				}
+			}
+		}},
+		{"before its first read", func(t *testing.T, _ context.Context, r *redisroute.Router, _, addr string) {
+			waitBehind(t, r, addr, false) // judged by the first check, and not one read
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			const key = "quiet:k"
+			c, ctx, set := snapshotCluster(t, key)
+			r := newRouter(t, c, func(cfg *redisroute.Config) {
+				cfg.ReplicaCheckInterval, cfg.RefreshInterval = time.Hour, time.Hour
+			})
+			shard := shardOfKey(t, ctx, c, key)
+			bad := c.Replicas(ctx, shard)[0]
+			tc.ready(t, ctx, r, key, bad.Addr)
+			fallBehindOnSnapshot(t, ctx, c, shard, bad)
+			set("v2", 1)
+			restartWithOldData(t, ctx, bad, key)
+			stale, fromBad := readFor(t, ctx, r, key, bad.Addr, 3*time.Second)
+			if stale != 0 {
+				t.Errorf("replica restarted %s, syncing: %d reads answered with old data (%d served by %s); want none", tc.name, stale, fromBad, bad.Addr)
+			}
+		})
 	}
 }
 
