@@ -101,3 +101,24 @@ func TestAStoppedInstanceHandsItsShareBackAtOnce(t *testing.T) {
 	took := waitOwned(t, a, 16, 10*time.Second)
 	t.Logf("a holds every partition %s after b stopped (lease 20 s)", took.Round(10*time.Millisecond))
 }
+
+// The fleet's list of members is kept in the cluster's time, as bookings
+// are. An instance whose host clock is ahead (here 10 minutes) stamped its
+// heartbeat, and read the others', by its own clock: it took the others
+// for gone, dropped them from the list and held 14 of the 16 partitions;
+// and once it crashed, the others would have counted it a member, its
+// share untaken, for as long as its clock was ahead on top of the lease.
+func TestACrashedInstanceWhoseClockIsAheadIsTakenOverAfterItsLease(t *testing.T) {
+	c := clustertest.Start(t, func(cfg *localcluster.Config) { cfg.Primaries, cfg.Replicas = 3, 1 })
+	cfgA := fleetConfig(c, "a", 2*time.Second)
+	cfgA.ClockOffset = 10 * time.Minute
+	a, stopA := startServing(t, cfgA, slog.New(slog.DiscardHandler))
+	defer stopA()
+	b, stopB := startServing(t, fleetConfig(c, "b", 2*time.Second), slog.New(slog.DiscardHandler))
+	defer stopB()
+	waitOwned(t, a, 8, 10*time.Second)
+	waitOwned(t, b, 8, 10*time.Second)
+	a.Crash()
+	took := waitOwned(t, b, 16, 30*time.Second)
+	t.Logf("b holds every partition %s after a, its clock 10 min ahead, crashed (lease 2 s)", took.Round(10*time.Millisecond))
+}

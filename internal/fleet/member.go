@@ -45,13 +45,24 @@ type held struct {
 	until time.Time
 }
 
+// Clock is a member's time. Local measures its leases: how long it may
+// count on one since it was last renewed, which only this process reads.
+// Shared stamps its heartbeat and reads the others', which every member
+// compares with its own reading: it is the cluster's time, so that an
+// instance whose host clock is off neither drops the others from the list
+// (clock ahead: it took their shares too) nor stays in it long after it
+// died (TestACrashedInstanceWhoseClockIsAheadIsTakenOverAfterItsLease).
+type Clock struct {
+	Local, Shared func() time.Time
+}
+
 // Member is this instance in the fleet: Start it to heartbeat, take and
 // renew its share's leases; Stop hands them back.
 type Member struct {
 	cfg   Config
 	id    string
 	store Store
-	now   func() time.Time
+	clock Clock
 	log   *slog.Logger
 	m     Metrics
 
@@ -67,9 +78,12 @@ type Member struct {
 }
 
 // NewMember returns the member id (unique per process) of the fleet.
-func NewMember(cfg Config, id string, s Store, now func() time.Time, m Metrics, log *slog.Logger) (*Member, error) {
+func NewMember(cfg Config, id string, s Store, clock Clock, m Metrics, log *slog.Logger) (*Member, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
+	}
+	if clock.Local == nil || clock.Shared == nil {
+		return nil, errors.New("fleet member: a local and a shared clock are both needed")
 	}
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -77,7 +91,7 @@ func NewMember(cfg Config, id string, s Store, now func() time.Time, m Metrics, 
 	if m == nil {
 		m = noMetrics{}
 	}
-	return &Member{cfg: cfg, id: id, store: s, now: now, log: log, m: m, owned: map[int]held{},
+	return &Member{cfg: cfg, id: id, store: s, clock: clock, log: log, m: m, owned: map[int]held{},
 		gained: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}, nil
 }
 
@@ -94,7 +108,7 @@ func (m *Member) Partitions() int { return m.cfg.Partitions }
 
 // Owned lists the leases this instance may act on now, by partition.
 func (m *Member) Owned() []Lease {
-	now := m.now()
+	now := m.clock.Local()
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	out := make([]Lease, 0, len(m.owned))
@@ -188,11 +202,11 @@ func (m *Member) Abandon() {
 // (after it stops acting on them), renews the rest in one batch and takes
 // the missing ones that are free.
 func (m *Member) Rebalance(ctx context.Context) {
-	start := m.now()
-	if err := m.store.Heartbeat(ctx, m.id, start, start.Add(m.cfg.LeaseTTL)); err != nil {
+	start, shared := m.clock.Local(), m.clock.Shared()
+	if err := m.store.Heartbeat(ctx, m.id, shared, shared.Add(m.cfg.LeaseTTL)); err != nil {
 		m.log.Warn("fleet heartbeat", "err", err)
 	}
-	members, err := m.store.Members(ctx, start)
+	members, err := m.store.Members(ctx, shared)
 	m.mu.Lock()
 	owned := maps.Clone(m.owned)
 	m.mu.Unlock()
@@ -270,7 +284,7 @@ func (m *Member) Rebalance(ctx context.Context) {
 		m.m.Failed("acquire", failed)
 	}
 	for p, h := range owned {
-		if !m.now().Before(h.until) {
+		if !m.clock.Local().Before(h.until) {
 			delete(owned, p)
 			m.m.Changed("lost")
 		}

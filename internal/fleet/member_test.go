@@ -132,7 +132,7 @@ func partitionsOf(ls []Lease) []int {
 func newTestMember(t *testing.T, id string, s Store, clk *clock) *Member {
 	t.Helper()
 	cfg := Config{Partitions: 4, LeaseTTL: 5 * time.Second, RenewEvery: time.Second}
-	m, err := NewMember(cfg, id, s, clk.now, nil, nil)
+	m, err := NewMember(cfg, id, s, Clock{Local: clk.now, Shared: clk.now}, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -224,7 +224,7 @@ func TestAMemberThatLostALeaseDropsIt(t *testing.T) {
 func TestStartAndStopOwnTheirGoroutine(t *testing.T) {
 	clk := &clock{t: time.Unix(1_800_000_000, 0)}
 	s := newMemStore(clk.now)
-	m, err := NewMember(Config{Partitions: 2, LeaseTTL: 20 * time.Millisecond, RenewEvery: 5 * time.Millisecond}, "a", s, clk.now, nil, nil)
+	m, err := NewMember(Config{Partitions: 2, LeaseTTL: 20 * time.Millisecond, RenewEvery: 5 * time.Millisecond}, "a", s, Clock{Local: clk.now, Shared: clk.now}, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -233,5 +233,37 @@ func TestStartAndStopOwnTheirGoroutine(t *testing.T) {
 	m.Stop(context.Background())
 	if got, _ := s.Members(context.Background(), clk.now()); len(got) != 0 || len(s.leases) != 0 {
 		t.Fatalf("after Stop: members %v, leases %v", got, s.leases)
+	}
+}
+
+// The heartbeats are stamped and read in the shared clock, the leases
+// measured in the local one: two members whose host clocks are 10 minutes
+// apart still see each other and split the partitions.
+func TestMembersWhoseHostClocksDisagreeStillSplitThePartitions(t *testing.T) {
+	shared := &clock{t: time.Unix(1_800_000_000, 0)}
+	s := newMemStore(shared.now)
+	ahead := func() time.Time { return shared.now().Add(10 * time.Minute) }
+	cfg := Config{Partitions: 4, LeaseTTL: 5 * time.Second, RenewEvery: time.Second}
+	a, err := NewMember(cfg, "a", s, Clock{Local: ahead, Shared: shared.now}, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := newTestMember(t, "b", s, shared)
+	ctx := context.Background()
+	for range 2 {
+		a.Rebalance(ctx)
+		b.Rebalance(ctx)
+	}
+	if ga, gb := partitionsOf(a.Owned()), partitionsOf(b.Owned()); !slices.Equal(ga, []int{0, 2}) || !slices.Equal(gb, []int{1, 3}) {
+		t.Fatalf("a (host clock 10 min ahead) owns %v, b owns %v; want [0 2] and [1 3]", ga, gb)
+	}
+}
+
+func TestAMemberNeedsBothClocks(t *testing.T) {
+	cfg := Config{Partitions: 4, LeaseTTL: 5 * time.Second, RenewEvery: time.Second}
+	for _, c := range []Clock{{Local: time.Now}, {Shared: time.Now}} {
+		if _, err := NewMember(cfg, "a", newMemStore(time.Now), c, nil, nil); err == nil {
+			t.Errorf("NewMember with clocks local %t, shared %t: no error", c.Local != nil, c.Shared != nil)
+		}
 	}
 }
