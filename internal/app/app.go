@@ -163,13 +163,9 @@ func (a *App) wireBookings(ctx context.Context, cfg Config, log *slog.Logger, o 
 	if err != nil {
 		return err
 	}
-	// Leases on this host's clock (durations only; cfg.Redis.Wall is it,
-	// moved for a drill), the list of members on the cluster's.
-	host := time.Now
-	if cfg.Redis.Wall != nil {
-		host = cfg.Redis.Wall
-	}
-	clock := fleet.Clock{Local: host, Shared: a.router.Now}
+	// Leases on this process's monotonic clock (durations only), the
+	// list of members on the cluster's time.
+	clock := fleet.Clock{Local: time.Now, Shared: a.router.Now}
 	if a.member, err = fleet.NewMember(cfg.Fleet, id, fs, clock, fm, log.With("component", "fleet")); err != nil {
 		return err
 	}

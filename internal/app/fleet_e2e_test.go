@@ -108,6 +108,10 @@ func TestAStoppedInstanceHandsItsShareBackAtOnce(t *testing.T) {
 // for gone, dropped them from the list and held 14 of the 16 partitions;
 // and once it crashed, the others would have counted it a member, its
 // share untaken, for as long as its clock was ahead on top of the lease.
+// --clock-offset moves only the clock the router reads the nodes against,
+// not time.Now, so this guards the fleet's wiring to the cluster's time
+// (with the heartbeats on the offset clock it fails so); the member's own
+// rule is pinned by TestMembersWhoseHostClocksDisagreeStillSplitThePartitions.
 func TestACrashedInstanceWhoseClockIsAheadIsTakenOverAfterItsLease(t *testing.T) {
 	c := clustertest.Start(t, func(cfg *localcluster.Config) { cfg.Primaries, cfg.Replicas = 3, 1 })
 	cfgA := fleetConfig(c, "a", 2*time.Second)

@@ -36,8 +36,9 @@ type node struct {
 	// router's ejectMu.
 	joined time.Time
 	// runID is the run_id of the Redis process last found behind the
-	// address, by a request connection or a replication check, at runIDAt;
-	// "" until one did. Under the router's ejectMu (see restart.go).
+	// address, by a request connection (runIDAt: when it connected) or a
+	// replication check (runIDAt: when the check was asked); "" until one
+	// did. Under the router's ejectMu (see restart.go).
 	runID   string
 	runIDAt time.Time
 	// Why and when the node was last ejected; under the router's ejectMu.

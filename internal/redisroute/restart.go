@@ -65,7 +65,7 @@ func parseRunID(info string) (id string) {
 }
 
 // connected records the run id a new request connection to n found
-// behind it (sawRunID). A replica held out of reads, for a restart or any
+// behind it (noteRunID). A replica held out of reads, for a restart or any
 // other reason, is refused the connection: no read is routed to it, so a
 // command that reaches one was routed before the hold (refusing only
 // until the first verdict let a pipeline through a new connection 2 ms
@@ -104,7 +104,11 @@ func (r *Router) noteRunID(n *node, runID string, at time.Time) {
 		return
 	}
 	if n.runID != "" && n.runID != runID {
-		r.log.Warn("redis node restarted: no reads from it until the replication check judges it", "node", n.addr)
+		if r.topo.Load().isReplica(n) {
+			r.log.Warn("redis replica restarted: no reads from it until the replication check judges it", "node", n.addr)
+		} else {
+			r.log.Warn("redis node restarted", "node", n.addr)
+		}
 		r.awaitCheck(n, r.clock.Now())
 	}
 	n.runID, n.runIDAt = runID, at
