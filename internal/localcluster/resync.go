@@ -22,26 +22,36 @@ const resyncDelay = "5"
 // or its last full sync's) and needs the whole data set, which the primary
 // sends only after repl-diskless-sync-delay, set back to Redis's default of
 // 5 s. Until then it answers PING at once, and reads with its old data.
-// undo puts the primary's settings back and deletes what was written (call
-// it whatever FallBehind returned, once the replica has caught up: with the
-// delay back to 0 a pending full sync starts at once).
+// undo puts the primary's settings back as they were and deletes what was
+// written (call it whatever FallBehind returned, once the replica has
+// caught up: with the delay back, a pending full sync starts then).
 func (n *Node) FallBehind(ctx context.Context, primary *Node) (undo func(context.Context) error, err error) {
 	admin := primary.Client()
 	var filler string
+	was := map[string]string{} // the settings changed, as they were
 	undo = func(ctx context.Context) error {
 		defer admin.Close()
 		var errs []error
 		if filler != "" {
 			errs = append(errs, admin.Del(ctx, filler).Err())
 		}
-		errs = append(errs, admin.ConfigSet(ctx, "repl-backlog-size", "1mb").Err(),
-			admin.ConfigSet(ctx, "repl-diskless-sync-delay", "0").Err())
+		for k, v := range was {
+			errs = append(errs, admin.ConfigSet(ctx, k, v).Err())
+		}
 		return errors.Join(errs...)
 	}
 	for _, kv := range [][2]string{{"repl-diskless-sync-delay", resyncDelay}, {"repl-backlog-size", "16kb"}} {
+		old, err := admin.ConfigGet(ctx, kv[0]).Result()
+		if err == nil && old[kv[0]] == "" {
+			err = errors.New("no value")
+		}
+		if err != nil {
+			return undo, fmt.Errorf("CONFIG GET %s on %s: %w", kv[0], primary.Addr, err)
+		}
 		if err := admin.ConfigSet(ctx, kv[0], kv[1]).Err(); err != nil {
 			return undo, fmt.Errorf("CONFIG SET %s on %s: %w", kv[0], primary.Addr, err)
 		}
+		was[kv[0]] = old[kv[0]]
 	}
 	if err := n.Kill(); err != nil {
 		return undo, err

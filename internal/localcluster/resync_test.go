@@ -14,9 +14,12 @@ import (
 // A replica that fell behind comes back, restarted, with its old data and
 // its link down, is sent the whole data set (a full sync, not a partial
 // one), and has the primary's data once its link is up; undo puts the
-// primary's settings back.
+// primary's settings back as they were (here not the cluster's defaults).
 func TestAReplicaThatFellBehindNeedsAFullSync(t *testing.T) {
-	c := clustertest.Start(t, func(cfg *localcluster.Config) { cfg.Primaries, cfg.Replicas = 1, 1 })
+	c := clustertest.Start(t, func(cfg *localcluster.Config) {
+		cfg.Primaries, cfg.Replicas = 1, 1
+		cfg.ExtraArgs = append(cfg.ExtraArgs, "repl-backlog-size 2mb", "repl-diskless-sync-delay 1")
+	})
 	ctx := ctxFor(t, 60*time.Second)
 	primary, replica := c.Primary(ctx, 0), c.Replicas(ctx, 0)[0]
 	admin := primary.Client()
@@ -58,8 +61,8 @@ func TestAReplicaThatFellBehindNeedsAFullSync(t *testing.T) {
 		t.Fatal(err)
 	}
 	got, err := admin.ConfigGet(ctx, "repl-*").Result()
-	if err != nil || got["repl-diskless-sync-delay"] != "0" || got["repl-backlog-size"] != "1048576" {
-		t.Errorf("primary's settings after undo = %v, %v; want the delay 0 and the backlog 1mb back", got, err)
+	if err != nil || got["repl-diskless-sync-delay"] != "1" || got["repl-backlog-size"] != "2097152" {
+		t.Errorf("primary's settings after undo = %v, %v; want the delay 1 and the backlog 2mb back", got, err)
 	}
 }
 
