@@ -696,10 +696,12 @@ func (c *call) onDone(a *attempt) {
 	c.retry(retryNow)
 	for addr, idx := range redirects {
 		n := c.r.nodeFor(addr)
+		n.namedOwner(c.r.clock.Now())
 		c.launch(&attempt{node: n, idx: idx, via: ViaRedirect, confirm: c.r.redirectConfirm(n)})
 	}
 	for addr, idx := range asks {
 		n := c.r.nodeFor(addr)
+		n.namedOwner(c.r.clock.Now())
 		c.launch(&attempt{node: n, idx: idx, via: ViaRedirect, asking: true, confirm: c.r.redirectConfirm(n)})
 	}
 }

@@ -24,6 +24,9 @@ type node struct {
 	inflight     atomic.Int64
 	lastProgress atomic.Int64 // unix nanos of the last reply, or of going busy
 	listedAt     atomic.Int64 // unix nanos of the last CLUSTER SLOTS answer that listed it; see omitted.go
+	// ownerAt (unix nanos): when a redirect last named it a slot's owner
+	// (see restart.go).
+	ownerAt atomic.Int64
 	// unackedUntil (unix nanos): a write to this node, as a primary, had
 	// fewer replica acknowledgements than it asked for; until then its
 	// reads are confirmed (see suspectFallback).

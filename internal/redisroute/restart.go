@@ -71,16 +71,35 @@ func parseRunID(info string) (id string) {
 // until the first verdict let a pipeline through a new connection 2 ms
 // after the check had found the replica behind, likely dialled again by
 // go-redis for the one whose connection was refused: old data).
-// A primary, or a node the slot map does not list as a replica (a
-// redirect's target), is not refused.
+// A primary, a node the slot map does not list as a replica, or one a
+// redirect has named a slot's owner since it was held, is not refused.
 func (r *Router) connected(n *node, runID string) error {
 	r.ejectMu.Lock()
 	defer r.ejectMu.Unlock()
 	r.noteRunID(n, runID, r.clock.Now())
-	if n.behind.Load() && r.topo.Load().isReplica(n) {
+	if n.behind.Load() && r.topo.Load().isReplica(n) && !n.ownerSinceHeld() {
 		return errHeldOut
 	}
 	return nil
+}
+
+// namedOwner records that a redirect (MOVED, ASK) named n the owner of a
+// slot at now: a primary, whatever the slot map in use says.
+func (n *node) namedOwner(now time.Time) { n.ownerAt.Store(now.UnixNano()) }
+
+// ownerSinceHeld reports a redirect naming n a slot's owner after the
+// verdict that holds it out of reads and after it last (re)joined: a
+// replica promoted before the router's refresh, whose data is the slot's
+// now. A command sent there was redirected to it, and refused it backed
+// off until the refresh, or failed
+// (TestAWriteMovedToAHeldReplicaIsServedThere). Under ejectMu (joined).
+func (n *node) ownerSinceHeld() bool {
+	v := n.repl.Load()
+	if v == nil {
+		return false
+	}
+	at := n.ownerAt.Load()
+	return at > v.at.UnixNano() && at > n.joined.UnixNano()
 }
 
 // sawRunID records the run id a replication check asked at asked found

@@ -141,3 +141,38 @@ func TestTheConnectionSetUpAsksForTheRunID(t *testing.T) {
 		})
 	}
 }
+
+// A write that a MOVED sends to a replica promoted before the router's
+// refresh goes to that node however it is held out of reads: the redirect
+// names it the slot's owner, whose data is the slot's. Refused, the write
+// backed off and was moved there again, up to maxRedirects, and failed if
+// the refresh had not come by then. A replica held since the redirect
+// (a restart seen after it) is refused as before.
+func TestAWriteMovedToAHeldReplicaIsServedThere(t *testing.T) {
+	var c *fakeCluster
+	primary := func(int, []redis.Cmder) error { return nil }
+	runID := "run-1"
+	// a:1 behind a new connection every time, as after a restart.
+	newConn := func(call int, cmds []redis.Cmder) error {
+		if err := c.r.connected(c.nodes["a:1"], runID); err != nil {
+			return err
+		}
+		return answer("a:1", 2)(call, cmds)
+	}
+	c = newFakeCluster(t, shard3(func(call int, cmds []redis.Cmder) error { return primary(call, cmds) }, newConn, answer("b:1", 2)))
+	key := c.key(0)
+	primary = failAll(redis.Error(movedTo{Slot(key), "a:1"}))
+	a := c.nodes["a:1"]
+	c.r.judged(a, verdict{known: true, behind: true, reason: behindLinkDown}, c.clock.Now())
+	c.clock.Advance(time.Millisecond)
+
+	r := c.advanceUntil(t, c.exec(longCtx(t), Write("SET", key, "v")), 10*time.Millisecond)[0]
+	if r.Err != nil || r.Node != "a:1" {
+		t.Fatalf("write moved to a held replica: %+v, want it served by a:1", r)
+	}
+	c.clock.Advance(time.Millisecond)
+	runID = "run-2" // restarted since the redirect
+	if err := c.r.connected(a, runID); !errors.Is(err, errHeldOut) {
+		t.Errorf("a restart after the redirect: connected = %v, want errHeldOut", err)
+	}
+}
