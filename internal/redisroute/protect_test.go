@@ -54,7 +54,7 @@ func TestPrimaryFallbackIsCappedAndVisible(t *testing.T) {
 			case errors.Is(res.Err, redisroute.ErrUnavailable) && strings.Contains(res.Err.Error(), "fallback read cap"):
 				shed++
 			default:
-				t.Fatalf("unexpected error: %v", res.Err)
+				t.Fatalf("unexpected error: %v\nnodes: %+v", res.Err, r.Nodes())
 			}
 		}
 	}
