@@ -224,10 +224,10 @@ func sameEndpoint(a, b string) bool {
 // checkReplication, every ReplicaCheckInterval and at once when a node
 // waits for one (checkNow), asks every node of the topology for INFO
 // replication, and INFO server for its run_id (see restart.go), through
-// its probe pool, the primaries, then the others, each bounded by the
-// interval so that hung nodes delay the next check by two intervals at
-// most (vouched allows for it), then judges each shard. Its verdicts, and awaitCheck's hold, are the only writers of
-// the nodes' behind marks.
+// its probe pool: the primaries, then the others, each bounded by the
+// interval, so that hung nodes delay the next check by two intervals at
+// most (vouched allows for it). Then it judges each shard. Its verdicts,
+// and awaitCheck's hold, are the only writers of the nodes' behind marks.
 func (r *Router) checkReplication() {
 	t := r.topo.Load()
 	asked := r.clock.Now()
