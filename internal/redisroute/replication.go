@@ -137,8 +137,9 @@ const (
 // not answer.
 //
 // A replica the primary lists is judged by its entry (state, lag), unless
-// it says itself that its link is down or that it was promoted (the
-// topology is out of date). One the primary does not list is behind only
+// it says itself that it was promoted (the topology is out of date) or
+// that its link is down while the entry is in step (the link dropped
+// after the primary answered: nothing is learned). One the primary does not list is behind only
 // when its own INFO says it replicates from that primary and every entry
 // of the list is another replica of the shard: an entry no replica
 // matches may be this one under another address (NAT, replica-announce-ip,
@@ -173,6 +174,16 @@ func judgeShard(primaryAddr string, primary *replication, replicaAddrs []string,
 			// that does not answer is the health checks' business.
 		case own.primary:
 			out[i] = verdict{known: true, reason: replicaCaughtUp} // promoted; the topology will follow
+		case own.linkDown && listed[i] != 0:
+			// Its primary, asked first, listed it: the link dropped between
+			// the two answers, most often because the primary died, when
+			// this replica's data is the freshest there is. Its entry bounds
+			// how old the data is; in step, nothing is learned and the mark
+			// stays, until the next check tells a dead primary from a live
+			// one that lists it lagging or not at all.
+			if v := judgeListed(primary.replicas[listed[i]-1], maxLag); v.behind {
+				out[i] = v
+			}
 		case own.linkDown:
 			out[i] = verdict{known: true, behind: true, reason: behindLinkDown}
 		case listed[i] != 0:
@@ -228,52 +239,82 @@ func sameEndpoint(a, b string) bool {
 // interval, so that hung nodes delay the next check by two intervals at
 // most (vouched allows for it). Then it judges each shard. Its verdicts,
 // and awaitCheck's hold, are the only writers of the nodes' behind marks.
+//
+// The primaries first: a replica that answers, then dies before its
+// primary's list is taken, was judged "not listed", behind, while not yet
+// ejected, and confirmed the fallback reads of a shard whose replicas had
+// all died, which then failed (TestPrimaryFallbackIsCappedAndVisible, 1
+// run in 15). Asked after the list, a dead replica does not answer, and
+// one listed then is judged by its entry. The reverse race, a link that
+// drops between the two answers, is judgeShard's.
 func (r *Router) checkReplication() {
 	t := r.topo.Load()
 	asked := r.clock.Now()
-	var mu sync.Mutex
-	infos := map[*node]*replication{}
-	failed := map[*node]error{}
-	ask := func(nodes []*node) {
-		var wg sync.WaitGroup
-		for _, n := range nodes {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				ctx, cancel := context.WithTimeout(context.Background(), r.cfg.ReplicaCheckInterval)
-				pipe := n.probe.Pipeline()
-				repl, server := pipe.Info(ctx, "replication"), pipe.Info(ctx, "server")
-				_, _ = pipe.Exec(ctx)
-				cancel()
-				text, err := repl.Result()
-				if server.Err() == nil {
-					r.sawRunID(n, parseRunID(server.Val()), asked)
-				}
-				mu.Lock()
-				defer mu.Unlock()
-				if err != nil {
-					failed[n] = err
-					return
-				}
-				rep := parseReplication(text)
-				infos[n] = &rep
-			}()
-		}
-		wg.Wait()
-	}
-	// The primaries first, then the others: a replica that answers, then
-	// dies before its primary's list is taken, was judged "not listed",
-	// behind, while not yet ejected, and confirmed the fallback reads of a
-	// shard whose replicas had all died, which then failed
-	// (TestPrimaryFallbackIsCappedAndVisible, 1 run in 15). Asked after
-	// the list, a dead replica does not answer, and one listed then is
-	// judged by its entry.
-	primaries := make([]*node, 0, len(t.shards))
+	primaries, others := t.primariesAndOthers()
+	ans := newReplicationAnswers()
+	r.askReplication(ans, primaries, asked)
+	r.askReplication(ans, others, asked)
+	r.judgeReplication(t, ans, asked)
+}
+
+// replicationAnswers is what one check learned: each node's INFO
+// replication, or what kept it.
+type replicationAnswers struct {
+	mu     sync.Mutex
+	infos  map[*node]*replication
+	failed map[*node]error
+}
+
+func newReplicationAnswers() *replicationAnswers {
+	return &replicationAnswers{infos: map[*node]*replication{}, failed: map[*node]error{}}
+}
+
+// primariesAndOthers splits t's nodes into the shards' primaries and the
+// rest. The rest is every other node, not the shards' replica lists: the
+// same set today, and still right if a slot map caught mid-failover
+// lists one node in two roles.
+func (t *topology) primariesAndOthers() (primaries, others []*node) {
+	primaries = make([]*node, 0, len(t.shards))
 	for _, s := range t.shards {
 		primaries = append(primaries, s.primary)
 	}
-	ask(primaries)
-	ask(slices.DeleteFunc(slices.Clone(t.nodes), func(n *node) bool { return slices.Contains(primaries, n) }))
+	others = slices.DeleteFunc(slices.Clone(t.nodes), func(n *node) bool { return slices.Contains(primaries, n) })
+	return primaries, others
+}
+
+// askReplication asks nodes at once for INFO replication and INFO server,
+// each bounded by the check interval, and records the answers in ans.
+func (r *Router) askReplication(ans *replicationAnswers, nodes []*node, asked time.Time) {
+	var wg sync.WaitGroup
+	for _, n := range nodes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ctx, cancel := context.WithTimeout(context.Background(), r.cfg.ReplicaCheckInterval)
+			pipe := n.probe.Pipeline()
+			repl, server := pipe.Info(ctx, "replication"), pipe.Info(ctx, "server")
+			_, _ = pipe.Exec(ctx)
+			cancel()
+			text, err := repl.Result()
+			if server.Err() == nil {
+				r.sawRunID(n, parseRunID(server.Val()), asked)
+			}
+			ans.mu.Lock()
+			defer ans.mu.Unlock()
+			if err != nil {
+				ans.failed[n] = err
+				return
+			}
+			rep := parseReplication(text)
+			ans.infos[n] = &rep
+		}()
+	}
+	wg.Wait()
+}
+
+// judgeReplication judges each shard of t from ans, asked at asked.
+func (r *Router) judgeReplication(t *topology, ans *replicationAnswers, asked time.Time) {
+	infos, failed := ans.infos, ans.failed
 	now := r.clock.Now()
 	for _, s := range t.shards {
 		p := infos[s.primary]

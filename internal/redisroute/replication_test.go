@@ -72,7 +72,13 @@ func TestJudgeShard(t *testing.T) {
 			[2]string{replicaINFO(p, true), replicaINFO(p, true)}, [2]string{"behind", "ok"}},
 		{"missing from the primary's list", onlyB, [2]string{replicaINFO(p, true), replicaINFO(p, true)}, [2]string{"behind", "ok"}},
 		{"no replica connected", primaryINFO(), [2]string{replicaINFO(p, true), replicaINFO(p, true)}, [2]string{"behind", "behind"}},
-		{"own link down, primary still lists it", bothOnline, [2]string{replicaINFO(p, false), replicaINFO(p, true)}, [2]string{"behind", "ok"}},
+		// The primary answers first: the link dropped since (the primary
+		// died, most often). The next check tells.
+		{"own link down, primary still lists it in step", bothOnline, [2]string{replicaINFO(p, false), replicaINFO(p, true)}, [2]string{"?", "ok"}},
+		{"own link down, primary lists it lagging", primaryINFO(listed(7001, "online", 3), listed(7002, "online", 0)),
+			[2]string{replicaINFO(p, false), replicaINFO(p, true)}, [2]string{"behind", "ok"}},
+		{"own link down, primary lists it synchronising", primaryINFO(listed(7001, "send_bulk", 0), listed(7002, "online", 0)),
+			[2]string{replicaINFO(p, false), replicaINFO(p, true)}, [2]string{"behind", "ok"}},
 		{"own link down, primary dropped it", onlyB, [2]string{replicaINFO(p, false), replicaINFO(p, true)}, [2]string{"behind", "ok"}},
 		{"primary unreachable", "", [2]string{replicaINFO(p, false), replicaINFO(p, false)}, [2]string{"ok", "ok"}},
 		{"primary demoted (topology out of date)", replicaINFO(a, false), [2]string{replicaINFO(p, false), replicaINFO(a, true)}, [2]string{"ok", "ok"}},
