@@ -17,8 +17,8 @@ import (
 
 // A short storm: 18 s at 20 × a 10/s city, 10 s buckets, on 3 × 1
 // clusters to spare the CPU of a two-core machine.
-var shortSpike = []string{"--duration", "30s", "--storm-start", "8s", "--storm-end", "26s", "--drivers", "800",
-	"--allocation-timeout", "4s", "--bucket-seconds", "10", "--hold-down-seconds", "2", "--replicas", "1", "--repeat-baseline=false", "--no-filter-baseline=false"}
+var shortSpike = []string{"--duration", "22s", "--storm-start", "6s", "--storm-end", "20s", "--drivers", "800",
+	"--allocation-timeout", "3s", "--bucket-seconds", "10", "--hold-down-seconds", "2", "--replicas", "1", "--repeat-baseline=false", "--no-filter-baseline=false"}
 
 func runSpikeForTest(t *testing.T, args ...string) (*spike.Report, string) {
 	t.Helper()

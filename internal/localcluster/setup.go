@@ -13,6 +13,12 @@ const totalSlots = 16384
 // node i < Primaries is the primary of shard i with slots split evenly, and
 // the replicas of shard s follow in order. This is what redis-cli --cluster
 // create does, without its random placement, so tests know which node is which.
+//
+// Every node meets every other directly, rather than through gossip, and
+// each replica, once it replicates its primary, meets them all again:
+// a node learns another's primary only from that node's own messages, and
+// without a new meeting the replicas' next ones were their periodic pings,
+// up to half a node timeout away. A cluster took 5 to 10 s to form here.
 func (c *Cluster) form(ctx context.Context) error {
 	for _, n := range c.nodes {
 		cl := n.Client()
@@ -29,7 +35,26 @@ func (c *Cluster) form(ctx context.Context) error {
 	if err := c.meetAll(ctx); err != nil {
 		return err
 	}
-	return c.attachReplicas(ctx)
+	if err := c.attachReplicas(ctx); err != nil {
+		return err
+	}
+	return c.announceReplicas(ctx)
+}
+
+// synced reports whether replica n has its primary's data: its link is
+// up and it has taken some of the stream. Redis 7's CLUSTER SLOTS leaves
+// out a replica whose offset, as the answering node last heard it, is 0.
+func synced(ctx context.Context, n *Node) bool {
+	info, err := n.Info(ctx, "replication")
+	if err != nil || !strings.Contains(info, "master_link_status:up") {
+		return false
+	}
+	for _, line := range strings.Split(info, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "slave_repl_offset:"); ok {
+			return v != "0"
+		}
+	}
+	return false
 }
 
 func (c *Cluster) assignSlots(ctx context.Context) error {
@@ -50,15 +75,57 @@ func (c *Cluster) assignSlots(ctx context.Context) error {
 	return nil
 }
 
-func (c *Cluster) meetAll(ctx context.Context) error {
-	first := c.nodes[0].Client()
-	defer first.Close()
-	for _, n := range c.nodes[1:] {
-		host, port := n.host(), portOf(n.Addr)
-		if err := first.Do(ctx, "CLUSTER", "MEET", host, port, n.BusPort).Err(); err != nil {
-			return fmt.Errorf("CLUSTER MEET %s: %w", n.Addr, err)
+func (c *Cluster) attachReplicas(ctx context.Context) error {
+	for _, n := range c.nodes[c.cfg.Primaries:] {
+		primary := c.nodes[n.Shard]
+		cl := n.Client()
+		err := cl.ClusterReplicate(ctx, primary.id).Err()
+		cl.Close()
+		if err != nil {
+			return fmt.Errorf("CLUSTER REPLICATE %s -> %s: %w", n.Addr, primary.Addr, err)
 		}
 	}
+	return nil
+}
+
+// announceReplicas has each replica, once synced, meet every other node
+// again: the MEET message carries its primary and its offset, which a
+// node that knows the sender records at once.
+func (c *Cluster) announceReplicas(ctx context.Context) error {
+	for _, r := range c.nodes[c.cfg.Primaries:] {
+		if err := c.poll(ctx, r.Addr+" has its primary's data", func(ctx context.Context) (bool, error) { return synced(ctx, r), nil }); err != nil {
+			return err
+		}
+		for _, n := range c.nodes {
+			if n == r {
+				continue
+			}
+			if err := c.meet(ctx, r, n); err != nil {
+				return err
+			}
+		}
+	}
+	// Each new meeting opened a handshake with a node the replica knows,
+	// which its answer closes.
+	return c.waitAcquainted(ctx)
+}
+
+// meetAll has every node meet every other it has not met, and waits
+// until every node knows every other.
+func (c *Cluster) meetAll(ctx context.Context) error {
+	for i, a := range c.nodes {
+		for _, b := range c.nodes[i+1:] {
+			if err := c.meet(ctx, a, b); err != nil {
+				return err
+			}
+		}
+	}
+	return c.waitAcquainted(ctx)
+}
+
+// waitAcquainted waits until every node knows every other, and no
+// handshake is left open.
+func (c *Cluster) waitAcquainted(ctx context.Context) error {
 	return c.poll(ctx, "every node knows every other node", func(ctx context.Context) (bool, error) {
 		for _, n := range c.nodes {
 			view, err := c.view(ctx, n)
@@ -78,15 +145,12 @@ func (c *Cluster) meetAll(ctx context.Context) error {
 	})
 }
 
-func (c *Cluster) attachReplicas(ctx context.Context) error {
-	for _, n := range c.nodes[c.cfg.Primaries:] {
-		primary := c.nodes[n.Shard]
-		cl := n.Client()
-		err := cl.ClusterReplicate(ctx, primary.id).Err()
-		cl.Close()
-		if err != nil {
-			return fmt.Errorf("CLUSTER REPLICATE %s -> %s: %w", n.Addr, primary.Addr, err)
-		}
+// meet has node a start a handshake with node b.
+func (c *Cluster) meet(ctx context.Context, a, b *Node) error {
+	cl := a.Client()
+	defer cl.Close()
+	if err := cl.Do(ctx, "CLUSTER", "MEET", b.host(), portOf(b.Addr), b.BusPort).Err(); err != nil {
+		return fmt.Errorf("CLUSTER MEET %s from %s: %w", b.Addr, a.Addr, err)
 	}
 	return nil
 }
