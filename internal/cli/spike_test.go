@@ -15,9 +15,11 @@ import (
 	"github.com/apollo-platform/apollo/internal/spike"
 )
 
-// A short storm: 18 s at 20 × a 10/s city, 10 s buckets, on 3 × 1
-// clusters to spare the CPU of a two-core machine.
-var shortSpike = []string{"--duration", "22s", "--storm-start", "6s", "--storm-end", "20s", "--drivers", "800",
+// A short storm: 17 s at 20 × a 10/s city, 10 s buckets (it crosses
+// two bucket boundaries, at 10 and 20 s), on 3 × 1 clusters to spare the
+// CPU of a two-core machine. Each run then waits the allocation timeout
+// plus 3 s for its last bookings, so the timeout is short too.
+var shortSpike = []string{"--duration", "24s", "--storm-start", "5s", "--storm-end", "22s", "--drivers", "800",
 	"--allocation-timeout", "3s", "--bucket-seconds", "10", "--hold-down-seconds", "2", "--replicas", "1", "--repeat-baseline=false", "--no-filter-baseline=false"}
 
 func runSpikeForTest(t *testing.T, args ...string) (*spike.Report, string) {

@@ -130,8 +130,9 @@ type Config struct {
 
 	// ReplicaCheckInterval is how often every node is asked for INFO
 	// replication (each ask bounded by the interval too). A replica whose
-	// link to its primary is down, or whose last acknowledgement to it is
-	// older than MaxReplicaLag, serves no reads until it catches up. Redis
+	// last acknowledgement to its primary is older than MaxReplicaLag, or
+	// that its primary does not list in step, serves no reads until it
+	// catches up (one whose link is down acknowledges nothing). Redis
 	// reports the lag in whole seconds and a healthy replica acknowledges
 	// every second, so MaxReplicaLag is at least 1 s.
 	ReplicaCheckInterval time.Duration
@@ -231,7 +232,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) *Flags {
 	fs.Float64Var(&c.HedgeBudget, "redis-hedge-budget", c.HedgeBudget, "fraction of requests that may be hedged")
 	fs.DurationVar(&c.StallAfter, "redis-stall-after", c.StallAfter, "eject a node that answers nothing for this long while requests wait")
 	fs.DurationVar(&c.FailFastAfter, "redis-fail-fast-after", c.FailFastAfter, "fail a call at once, without sending it, when its only possible node has answered nothing for this long")
-	fs.DurationVar(&c.MaxReplicaLag, "redis-max-replica-lag", c.MaxReplicaLag, "a replica whose last acknowledgement to its primary is older than this (or whose link is down) serves no reads until it catches up")
+	fs.DurationVar(&c.MaxReplicaLag, "redis-max-replica-lag", c.MaxReplicaLag, "a replica whose last acknowledgement to its primary is older than this (or that its primary does not list in step) serves no reads until it catches up")
 	fs.IntVar(&c.PrimaryFallbackRate, "redis-primary-fallback-rate", c.PrimaryFallbackRate, "max reads/s per primary falling back from replicas (0 = no cap)")
 	return f
 }

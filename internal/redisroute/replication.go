@@ -137,9 +137,9 @@ const (
 // not answer.
 //
 // A replica the primary lists is judged by its entry (state, lag), unless
-// it says itself that it was promoted (the topology is out of date) or
-// that its link is down while the entry is in step (the link dropped
-// after the primary answered: nothing is learned). One the primary does not list is behind only
+// it says itself that it was promoted (the topology is out of date); one
+// that says its link is down is behind only if an entry says so (the link
+// dropped after the primary answered: an entry in step teaches nothing). One the primary does not list is behind only
 // when its own INFO says it replicates from that primary and every entry
 // of the list is another replica of the shard: an entry no replica
 // matches may be this one under another address (NAT, replica-announce-ip,
@@ -177,11 +177,15 @@ func judgeShard(primaryAddr string, primary *replication, replicaAddrs []string,
 		case own.linkDown && listed[i] != 0:
 			// Its primary, asked first, listed it: the link dropped between
 			// the two answers, most often because the primary died, when
-			// this replica's data is the freshest there is. Its entry bounds
-			// how old the data is; in step, nothing is learned and the mark
-			// stays, until the next check tells a dead primary from a live
-			// one that lists it lagging or not at all.
-			if v := judgeListed(primary.replicas[listed[i]-1], maxLag); v.behind {
+			// this replica's data is the freshest there is. Judged by its
+			// entries (a reconnecting replica may have two: a half-open old
+			// one and one syncing), as a replica whose link is up is: in
+			// step, nothing is learned and the mark stays. A later check
+			// finds a dead primary unreachable, and a live one lists the
+			// replica lagging (it acknowledges nothing while its link is
+			// down: MaxReplicaLag plus Redis's whole-second rounding) or
+			// not at all.
+			if v, ok := worstEntry(primary.replicas, replicaAddrs[i], maxLag); ok {
 				out[i] = v
 			}
 		case own.linkDown:
@@ -197,6 +201,17 @@ func judgeShard(primaryAddr string, primary *replication, replicaAddrs []string,
 		}
 	}
 	return out
+}
+
+// worstEntry is the verdict of the first of entries for addr that judges
+// it behind; false if none does.
+func worstEntry(entries []listedReplica, addr string, maxLag time.Duration) (verdict, bool) {
+	for _, l := range entries {
+		if v := judgeListed(l, maxLag); v.behind && sameEndpoint(l.addr, addr) {
+			return v, true
+		}
+	}
+	return verdict{}, false
 }
 
 // judgeListed judges a replica its primary lists.

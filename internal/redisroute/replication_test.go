@@ -79,6 +79,8 @@ func TestJudgeShard(t *testing.T) {
 			[2]string{replicaINFO(p, false), replicaINFO(p, true)}, [2]string{"behind", "ok"}},
 		{"own link down, primary lists it synchronising", primaryINFO(listed(7001, "send_bulk", 0), listed(7002, "online", 0)),
 			[2]string{replicaINFO(p, false), replicaINFO(p, true)}, [2]string{"behind", "ok"}},
+		{"own link down, an old entry in step and a new one synchronising", primaryINFO(listed(7001, "online", 0), listed(7002, "online", 0), listed(7001, "wait_bgsave", 0)),
+			[2]string{replicaINFO(p, false), replicaINFO(p, true)}, [2]string{"behind", "ok"}},
 		{"own link down, primary dropped it", onlyB, [2]string{replicaINFO(p, false), replicaINFO(p, true)}, [2]string{"behind", "ok"}},
 		{"primary unreachable", "", [2]string{replicaINFO(p, false), replicaINFO(p, false)}, [2]string{"ok", "ok"}},
 		{"primary demoted (topology out of date)", replicaINFO(a, false), [2]string{replicaINFO(p, false), replicaINFO(a, true)}, [2]string{"ok", "ok"}},
@@ -216,6 +218,7 @@ func TestCheckReplicationMarksAndClears(t *testing.T) {
 	set := func(x *atomic.Pointer[string], s string) { x.Store(&s) }
 	onlyB := primaryINFO("ip=127.0.0.1,port=" + port(b) + ",state=online,offset=182,lag=0")
 	both := primaryINFO("ip=127.0.0.1,port="+port(a)+",state=online,offset=182,lag=0", "ip=127.0.0.1,port="+port(b)+",state=online,offset=182,lag=0")
+	bothLagging := primaryINFO("ip=127.0.0.1,port="+port(a)+",state=online,offset=182,lag=3", "ip=127.0.0.1,port="+port(b)+",state=online,offset=182,lag=0")
 
 	c := newFakeCluster(t, [][]*fakeNode{{newFakeNode(p, answer(p, 2)), newFakeNode(a, answer(a, 2)), newFakeNode(b, answer(b, 2))}})
 	probeFakes(t, c)
@@ -239,6 +242,9 @@ func TestCheckReplicationMarksAndClears(t *testing.T) {
 		{"the primary stops answering", "-ERR hung", replicaINFO(p, false), replicaINFO(p, false), true, false, false, "level=INFO msg=\"redis replica serves reads again\" node=" + a + " reason=\"" + primaryUnreachable},
 		{"the primary is back, a still down", onlyB, replicaINFO(p, false), replicaINFO(p, true), false, true, false, "level=WARN"},
 		{"a caught up", both, replicaINFO(p, true), replicaINFO(p, true), false, false, false, "level=INFO msg=\"redis replica serves reads again\" node=" + a + " reason=\"" + replicaCaughtUp},
+		// Its link dropped after its primary answered: nothing is learned.
+		{"a's link drops between the asks", both, replicaINFO(p, false), replicaINFO(p, true), false, false, false, ""},
+		{"its primary lists it lagging since", bothLagging, replicaINFO(p, false), replicaINFO(p, true), false, true, false, "level=WARN"},
 	}
 	for _, st := range steps {
 		set(&pInfo, st.p)
@@ -289,6 +295,10 @@ func TestAReplicaServesReadsOnlyOnceJudgedSinceItJoined(t *testing.T) {
 	r.judged(a, caughtUp, readmitted.Add(-time.Millisecond)) // INFO asked before the re-admission
 	if !a.behind.Load() {
 		t.Error("a verdict from INFO asked before the re-admission was applied")
+	}
+	r.judged(a, verdict{}, readmitted) // nothing learned (judgeShard's "?"): a link that dropped between the asks
+	if !a.behind.Load() {
+		t.Error("a check that learned nothing of a re-admitted replica let it serve reads")
 	}
 	r.judged(a, caughtUp, readmitted)
 	if a.behind.Load() {
