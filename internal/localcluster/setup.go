@@ -46,15 +46,7 @@ func (c *Cluster) form(ctx context.Context) error {
 // out a replica whose offset, as the answering node last heard it, is 0.
 func synced(ctx context.Context, n *Node) bool {
 	info, err := n.Info(ctx, "replication")
-	if err != nil || !strings.Contains(info, "master_link_status:up") {
-		return false
-	}
-	for _, line := range strings.Split(info, "\n") {
-		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "slave_repl_offset:"); ok {
-			return v != "0"
-		}
-	}
-	return false
+	return err == nil && infoValue(info, "master_link_status") == "up" && InfoField(info, "slave_repl_offset") > 0
 }
 
 func (c *Cluster) assignSlots(ctx context.Context) error {
@@ -110,8 +102,8 @@ func (c *Cluster) announceReplicas(ctx context.Context) error {
 	return c.waitAcquainted(ctx)
 }
 
-// meetAll has every node meet every other it has not met, and waits
-// until every node knows every other.
+// meetAll has every node meet every other, and waits until every node
+// knows every other.
 func (c *Cluster) meetAll(ctx context.Context) error {
 	for i, a := range c.nodes {
 		for _, b := range c.nodes[i+1:] {

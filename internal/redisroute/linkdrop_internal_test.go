@@ -42,7 +42,7 @@ func TestAPrimaryThatDiesBetweenTheTwoAsksOfACheckLeavesItsReplicasServing(t *te
 	if res := r.Do(ctx, set); res.Err != nil {
 		t.Fatal(res.Err)
 	}
-	checkOnce(r)
+	r.checkReplication()
 	for _, n := range s.replicas {
 		if n.behind.Load() {
 			t.Fatalf("replica %s behind before the fault: %+v", n.addr, n.repl.Load())
@@ -74,16 +74,13 @@ func TestAPrimaryThatDiesBetweenTheTwoAsksOfACheckLeavesItsReplicasServing(t *te
 		}
 	}
 	// The next check finds the primary gone: its replicas serve on.
-	checkOnce(r)
+	r.checkReplication()
 	for _, n := range s.replicas {
 		if v := n.repl.Load(); n.behind.Load() || v.reason != primaryUnreachable {
 			t.Errorf("replica %s at the next check: behind %v, %q; want serving, %q", n.addr, n.behind.Load(), v.reason, primaryUnreachable)
 		}
 	}
 }
-
-// checkOnce runs a whole replication check.
-func checkOnce(r *Router) { r.checkReplication() }
 
 // keyOfShard is a key whose slot s serves in t.
 func keyOfShard(t *topology, s *shard) string {

@@ -139,11 +139,12 @@ const (
 // A replica the primary lists is judged by its entry (state, lag), unless
 // it says itself that it was promoted (the topology is out of date); one
 // that says its link is down is behind only if an entry says so (the link
-// dropped after the primary answered: an entry in step teaches nothing). One the primary does not list is behind only
-// when its own INFO says it replicates from that primary and every entry
-// of the list is another replica of the shard: an entry no replica
-// matches may be this one under another address (NAT, replica-announce-ip,
-// a hostname), and a wrong "behind" would move its reads to the primary.
+// dropped after the primary answered: an entry in step teaches nothing).
+// One the primary does not list is behind only when its own INFO says it
+// replicates from that primary and every entry of the list is another
+// replica of the shard: an entry no replica matches may be this one under
+// another address (NAT, replica-announce-ip, a hostname), and a wrong
+// "behind" would move its reads to the primary.
 func judgeShard(primaryAddr string, primary *replication, replicaAddrs []string, replicas []*replication, maxLag time.Duration) []verdict {
 	out := make([]verdict, len(replicas))
 	if primary == nil || !primary.primary {
@@ -207,7 +208,10 @@ func judgeShard(primaryAddr string, primary *replication, replicaAddrs []string,
 // it behind; false if none does.
 func worstEntry(entries []listedReplica, addr string, maxLag time.Duration) (verdict, bool) {
 	for _, l := range entries {
-		if v := judgeListed(l, maxLag); v.behind && sameEndpoint(l.addr, addr) {
+		if !sameEndpoint(l.addr, addr) {
+			continue
+		}
+		if v := judgeListed(l, maxLag); v.behind {
 			return v, true
 		}
 	}
