@@ -40,8 +40,14 @@ type Config struct {
 	// it (Redis.Wall). Apollo keeps the cluster's time, so what it records
 	// should not move (verify's instance-clock fault).
 	ClockOffset time.Duration
-	// BookingAcks replicas must acknowledge a new booking (WAIT) before it
-	// is reported as created.
+	// BookingAcks replicas must acknowledge (WAIT) a booking's every write,
+	// and a driver's reservation, before it is reported done. One keeps
+	// them through any one node failing and the cluster's own failovers;
+	// a forced failover (CLUSTER FAILOVER FORCE) keeps only what the
+	// promoted replica had, and the old primary's other replicas go on
+	// acknowledging for the milliseconds before it learns, so only every
+	// replica of a shard keeps them through one, at the price of that
+	// shard's writes failing while any of its replicas is down.
 	BookingAcks int
 
 	Listen      string // public API
@@ -111,7 +117,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.ClockOffset, "clock-offset", c.ClockOffset, "for drills: run as if this host's clock were off by this much (Apollo keeps the Redis cluster's time, so nothing it records should move; verify's instance-clock fault)")
 	fs.DurationVar(&c.Dispatch.ReservationTTL, "reservation-ttl", c.Dispatch.ReservationTTL, "how long a reserved driver has to accept")
 	fs.Float64Var(&c.Dispatch.RadiusM, "dispatch-radius-m", c.Dispatch.RadiusM, "how far from the pickup drivers are searched")
-	fs.IntVar(&c.BookingAcks, "booking-acks", c.BookingAcks, "replicas that must acknowledge a new booking before it is reported created")
+	fs.IntVar(&c.BookingAcks, "booking-acks", c.BookingAcks, "replicas that must acknowledge each booking write and reservation before it is reported done: 1 survives any one node and the cluster's failovers; a forced failover (CLUSTER FAILOVER FORCE) loses what not every replica acknowledged, so set it to the shard's replicas to survive those, and have writes fail while any replica is down")
 	fs.StringVar(&c.Listen, "listen", c.Listen, "address of the public HTTP API")
 	fs.StringVar(&c.AdminListen, "admin-listen", c.AdminListen, "address of the admin listener (/metrics, /debug/pprof/, /livez, /readyz, /v1/spampede/)")
 	fs.StringVar(&c.HealthListen, "health-listen", c.HealthListen, "if set, also serve /metrics, /livez and /readyz here, apart from the admin routes")

@@ -137,6 +137,7 @@ func TestARefusedVerifyLeavesNoDirectory(t *testing.T) {
 	}{
 		{"no history", "", []string{"verify", "--check", f}, exitUsage, "holds no recorded operation"},
 		{"no redis-server", t.TempDir(), []string{"verify", "--faults", "handshake", "--apollo-bin", "/bin/true"}, exitFailure, "redis-server not found"},
+		{"a serve flag without its dashes", "", []string{"verify", "--serve-flag", "booking-acks=2"}, exitUsage, "give it with its dashes"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tmp := t.TempDir()
@@ -231,5 +232,17 @@ func TestVerifyTextNamesTheUndecidedPartitions(t *testing.T) {
 	}})
 	if out := b.String(); !strings.Contains(out, "UNDECIDED driver vd-004: 441 operations, porcupine gave up after 5m0s") || strings.Contains(out, "b-1") {
 		t.Errorf("report:\n%s\nwant the undecided driver named, and only it", out)
+	}
+}
+
+// Each violation is followed by the faults that lasted near it, so that a
+// loss beside a forced failover reads as one.
+func TestVerifyTextNamesTheFaultsNearAViolation(t *testing.T) {
+	var b strings.Builder
+	writeVerifyText(&b, verify.Report{Verdict: verify.Fail, Violations: []verify.Violation{{Code: "created_lost", Message: "booking b-1 was reported created",
+		Faults: []string{"forced-switchover: forced failover of a to b, injected at 233.745s, healed by 239.756s"}}}})
+	want := "VIOLATION created_lost: booking b-1 was reported created\n  near forced-switchover: forced failover of a to b, injected at 233.745s, healed by 239.756s\n"
+	if out := b.String(); !strings.Contains(out, want) {
+		t.Errorf("report:\n%s\nwant\n%s", out, want)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/apollo-platform/apollo/internal/verify"
@@ -38,7 +39,10 @@ promoted), primary-hang, primary-full (a primary at its maxmemory refuses
 writes, OOM), primary-disk (a primary whose snapshot failed, as on a full
 disk, refuses writes, MISCONF), switchover (CLUSTER FAILOVER on a replica while its primary
 is up, as an upgrade does), forced-switchover (CLUSTER FAILOVER FORCE: the
-replica takes over without its primary's agreement), handshake (one node refuses Apollo's password),
+replica takes over without its primary's agreement; it drops writes that not
+every replica acknowledged, so with --booking-acks below the shard's replicas
+bookings answered 201 and reservations can be lost: check it with
+--serve-flag=--booking-acks=2), handshake (one node refuses Apollo's password),
 busy-script (one node runs a script that never ends and answers BUSY to everything),
 instance-kill (SIGKILL of one apollo instance, restarted), instance-pause
 (SIGSTOP of one apollo instance for the fault's length, then SIGCONT: it
@@ -73,6 +77,13 @@ func runVerify(ctx context.Context, e env, args []string) error {
 	fs.Uint64Var(&cfg.Seed, "seed", cfg.Seed, "seed of the workload's and the nemesis's choices")
 	fs.Func("redis-conf", `a redis.conf line added to every node, e.g. "min-replicas-to-write 1" (repeatable)`, func(v string) error {
 		cfg.RedisConf = append(cfg.RedisConf, v)
+		return nil
+	})
+	fs.Func("serve-flag", `a flag added to every instance's apollo serve, after verify's own, e.g. --serve-flag=--booking-acks=2 (repeatable)`, func(v string) error {
+		if !strings.HasPrefix(v, "-") {
+			return fmt.Errorf("%q is not a flag: give it with its dashes, e.g. --serve-flag=--booking-acks=2", v)
+		}
+		cfg.ServeFlags = append(cfg.ServeFlags, v)
 		return nil
 	})
 	fs.Var(&cfg.Persistence, "persistence", "what the nodes keep on disk: none, rdb, aof (everysec) or aof-always; cluster-restart loses the rest")
@@ -219,6 +230,9 @@ func writeVerifyText(w io.Writer, rep verify.Report) {
 			fmt.Fprintf(w, " (%s)", v.File)
 		}
 		fmt.Fprintln(w)
+		for _, f := range v.Faults {
+			fmt.Fprintf(w, "  near %s\n", f)
+		}
 	}
 	for _, p := range rep.Partitions {
 		if p.Verdict == verify.Undecided {

@@ -33,22 +33,32 @@ func CheckFirewall(ctx context.Context) error {
 // loopback packet passes it) and named after this process, so that Close
 // removes them and a later Isolate removes those of a process that died.
 func (c *Cluster) Isolate(ctx context.Context, n *Node) error {
+	return c.addRules(ctx, c.isolationRules(n))
+}
+
+// Rejoin removes the rules that Isolate(n) added.
+func (c *Cluster) Rejoin(ctx context.Context, n *Node) error {
+	return c.removeRules(ctx, c.isolationRules(n))
+}
+
+// addRules appends rules to the cluster's chain, all or none.
+func (c *Cluster) addRules(ctx context.Context, rules [][]string) error {
 	if !c.cfg.OwnAddrs {
-		return errors.New("isolate needs a cluster started with own addresses")
+		return errors.New("cutting nodes apart needs a cluster started with own addresses")
 	}
 	if err := c.ensureChain(ctx); err != nil {
 		return err
 	}
-	for _, r := range c.isolationRules(n) {
+	for _, r := range rules {
 		if _, err := iptables(ctx, append([]string{"-A", c.chain}, r...)...); err != nil {
-			return errors.Join(err, c.Rejoin(context.WithoutCancel(ctx), n))
+			return errors.Join(err, c.removeRules(context.WithoutCancel(ctx), rules))
 		}
 	}
 	return nil
 }
 
-// Rejoin removes the rules that Isolate(n) added.
-func (c *Cluster) Rejoin(ctx context.Context, n *Node) error {
+// removeRules removes every copy of rules from the cluster's chain.
+func (c *Cluster) removeRules(ctx context.Context, rules [][]string) error {
 	c.mu.Lock()
 	chain := c.chain
 	c.mu.Unlock()
@@ -56,7 +66,7 @@ func (c *Cluster) Rejoin(ctx context.Context, n *Node) error {
 		return nil
 	}
 	var errs []error
-	for _, r := range c.isolationRules(n) {
+	for _, r := range rules {
 		// Every copy (Isolate twice adds two). -C first: deleting a rule
 		// that is not there is an error; -C exits 1 for "not there", and
 		// anything else is a failure to report, not a rule gone.

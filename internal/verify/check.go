@@ -93,6 +93,9 @@ func Check(h History, opts Options) Report {
 		vs := a.Run(h)
 		r.add(a.Code, vs, "")
 	}
+	for i := range r.Violations {
+		r.Violations[i].Faults = faultsNear(h, r.Violations[i].Ops)
+	}
 	r.Verdict = Pass
 	for _, c := range r.Checks {
 		switch {

@@ -25,3 +25,38 @@ func TestFaultCountsPairEachInjectWithItsHeal(t *testing.T) {
 		t.Fatalf("faultCounts =\n%+v\nwant\n%+v", got, want)
 	}
 }
+
+// A violation names the faults that lasted within 2 s of its operations,
+// before or after: a failover drops what was written just before it.
+func TestAViolationNamesTheFaultsNearItsOperations(t *testing.T) {
+	s := int64(1e9)
+	h := History{
+		Ops: []Op{{ID: 0, Invoke: 10 * s, Return: 10*s + 3}, {ID: 1, Invoke: 11 * s, Return: 11 * s}, {ID: 2, Invoke: 40 * s, Return: 40 * s}},
+		Faults: []FaultEvent{
+			{Kind: "switchover", Fault: "long before", Action: "inject", At: 1 * s},
+			{Kind: "switchover", Fault: "long before", Action: "heal", At: 7 * s},
+			{Kind: "forced-switchover", Fault: "just after the write", Action: "inject", At: 10*s + 4},
+			{Kind: "forced-switchover", Fault: "just after the write", Action: "heal", At: 16 * s},
+			{Kind: "handshake", Fault: "just after the read", Action: "inject", At: 13 * s},
+			{Kind: "handshake", Fault: "just after the read", Action: "heal", At: 19 * s},
+			{Kind: "reshard", Fault: "never healed", Action: "inject", At: 39 * s},
+		},
+	}
+	for _, tc := range []struct {
+		name string
+		ops  []int
+		want []string
+	}{
+		{"a write and a read", []int{0, 1}, []string{
+			"forced-switchover: just after the write, injected at 10.000s, healed by 16.000s",
+			"handshake: just after the read, injected at 13.000s, healed by 19.000s"}},
+		{"inside a fault never healed", []int{2}, []string{"reshard: never healed, injected at 39.000s, never healed"}},
+		{"no operations", nil, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := faultsNear(h, tc.ops); !reflect.DeepEqual(got, tc.want) {
+				t.Fatalf("faultsNear = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}

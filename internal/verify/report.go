@@ -92,4 +92,7 @@ type Violation struct {
 	Drivers   []string `json:"drivers,omitempty"`
 	Instances []string `json:"instances,omitempty"`
 	File      string   `json:"file,omitempty"`
+	// Faults names the faults that lasted within 2 s of the violation's
+	// operations: what it happened beside, for the reader.
+	Faults []string `json:"faults_near,omitempty"`
 }

@@ -51,6 +51,9 @@ type Config struct {
 	// RedisConf are redis.conf lines ("directive value") added to every
 	// node's configuration, to see what a setting changes under the faults.
 	RedisConf []string
+	// ServeFlags are added to every instance's `apollo serve` flags, after
+	// verify's own (so they win): "--booking-acks=2", to check a setting.
+	ServeFlags []string
 	// Progress receives a line per phase and per fault, one write at a
 	// time.
 	Progress io.Writer
@@ -170,6 +173,7 @@ func Run(ctx context.Context, cfg Config) (h History, err error) {
 		"--lease-ttl", cfg.LeaseTTL.String(), "--lease-renew-every", cfg.RenewEvery.String(),
 		"--retry-min", "200ms", "--retry-max", "1s", "--spampede-rules-file", rules}
 	args = supportedFlags(ctx, cfg.Bin, append(args, "--api-request-timeout", clientTimeout.String()))
+	args = append(args, cfg.ServeFlags...)
 	// A build that knows the flag makes a write's changes before its
 	// Apollo-Deadline or never (G6); an older one is not held to it.
 	deadlines := slices.Contains(args, "--api-request-timeout")

@@ -1,0 +1,158 @@
+package redisstore_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/apollo-platform/apollo/internal/booking"
+	"github.com/apollo-platform/apollo/internal/localcluster"
+	"github.com/apollo-platform/apollo/internal/localcluster/clustertest"
+	"github.com/apollo-platform/apollo/internal/redisstore"
+)
+
+// A forced failover (CLUSTER FAILOVER FORCE: the replica takes over at
+// once, with whatever it has received) of a replica that had not received
+// a create the shard's other replica acknowledged. WAIT counts replicas;
+// it cannot choose which. With --booking-acks 1 the create is reported
+// created, and once the old primary and the other replica follow the new
+// one it is gone: a limit of Redis's (README, G3), found by `apollo verify`
+// (2026-12-04, --seed 37: a 201 one millisecond before a forced failover
+// of its shard), pinned here so that the README says what Redis does.
+// With as many acks as the shard has replicas the create is not reported
+// created while one of them lags, so nothing reported done is lost.
+func TestAForcedFailoverLosesACreateItsNewPrimaryMissedUnlessEveryReplicaAcknowledged(t *testing.T) {
+	clustertest.NeedFirewall(t)
+	for _, acks := range []int{1, 2} {
+		t.Run(fmt.Sprintf("acks %d of 2 replicas", acks), func(t *testing.T) {
+			c := clustertest.Start(t, func(cfg *localcluster.Config) { cfg.Primaries, cfg.Replicas, cfg.OwnAddrs = 1, 2, true })
+			s := redisstore.NewBookings(newRouterFor(t, c), acks, partitions(t, 8))
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			primary, lagging := c.Primary(ctx, 0), c.Replicas(ctx, 0)[0]
+			resume, err := c.StallReplication(ctx, primary, lagging)
+			defer func() { _ = resume(context.Background()) }()
+			if err != nil {
+				t.Fatal(err)
+			}
+
+			b := booking.Booking{ID: "bk-forced", RiderID: "r1", Service: "car", Status: booking.Searching,
+				CreatedAt: t0, UpdatedAt: t0, Deadline: t0.Add(time.Minute), DueAt: t0.Add(time.Minute)}
+			_, created, err := s.Create(ctx, b)
+			if acks == 2 {
+				if created || err == nil {
+					t.Fatalf("create with one of two replicas lagging, 2 acks = %v, %v; want it not reported created", created, err)
+				}
+				return
+			}
+			if !created || err != nil {
+				t.Fatalf("create with one of two replicas lagging, 1 ack = %v, %v; want it created", created, err)
+			}
+
+			forceFailover(ctx, t, c, lagging)
+			if err := resume(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if err := errors.Join(c.WaitRole(ctx, primary, "replica"), c.WaitHealthy(ctx)); err != nil {
+				t.Fatal(err)
+			}
+			for {
+				_, err = s.Get(ctx, b.ID)
+				if err == nil || errors.Is(err, booking.ErrNotFound) || ctx.Err() != nil {
+					break
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
+			if !errors.Is(err, booking.ErrNotFound) {
+				t.Fatalf("read after the forced failover = %v; want the create lost, as the README says Redis does (if Redis now keeps it, say so there)", err)
+			}
+		})
+	}
+}
+
+// forceFailover makes n its shard's primary with CLUSTER FAILOVER FORCE.
+func forceFailover(ctx context.Context, t *testing.T, c *localcluster.Cluster, n *localcluster.Node) {
+	t.Helper()
+	cl := n.Client()
+	defer cl.Close()
+	if err := cl.Do(ctx, "CLUSTER", "FAILOVER", "FORCE").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.WaitRole(ctx, n, "primary"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// The other way a forced failover drops acknowledged writes, and the
+// common one: the old primary goes on taking writes until it learns it was
+// replaced (10 to 45 ms after the promotion, here), and its other replica,
+// still attached to it, acknowledges them; then both copy the new primary.
+// Creates run from four callers across a forced failover. With as many
+// acks as the shard has replicas none reported created is lost; with one,
+// the count lost is logged (the README's figure), not asserted: it depends
+// on how many land in those milliseconds.
+func TestNoCreateEveryReplicaAcknowledgedIsLostInAForcedFailover(t *testing.T) {
+	for _, acks := range []int{1, 2} {
+		t.Run(fmt.Sprintf("acks %d of 2 replicas", acks), func(t *testing.T) {
+			c := clustertest.Start(t, func(cfg *localcluster.Config) { cfg.Primaries, cfg.Replicas = 1, 2 })
+			s := redisstore.NewBookings(newRouterFor(t, c), acks, partitions(t, 8))
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			primary, forced := c.Primary(ctx, 0), c.Replicas(ctx, 0)[0]
+
+			stop := make(chan struct{})
+			created := make(chan string, 1<<16)
+			var wg sync.WaitGroup
+			for g := range 4 {
+				wg.Go(func() {
+					for i := 0; ; i++ {
+						select {
+						case <-stop:
+							return
+						default:
+						}
+						b := booking.Booking{ID: fmt.Sprintf("bk-forced-%d-%d", g, i), RiderID: "r1", Service: "car", Status: booking.Searching,
+							CreatedAt: t0, UpdatedAt: t0, Deadline: t0.Add(time.Minute), DueAt: t0.Add(time.Minute)}
+						if _, ok, err := s.Create(ctx, b); ok && err == nil {
+							created <- b.ID
+						}
+					}
+				})
+			}
+			time.Sleep(300 * time.Millisecond)
+			forceFailover(ctx, t, c, forced)
+			time.Sleep(300 * time.Millisecond)
+			close(stop)
+			wg.Wait()
+			close(created)
+			if err := errors.Join(c.WaitRole(ctx, primary, "replica"), c.WaitHealthy(ctx)); err != nil {
+				t.Fatal(err)
+			}
+
+			var ids, lost []string
+			for id := range created {
+				ids = append(ids, id)
+				for {
+					_, err := s.Get(ctx, id)
+					if errors.Is(err, booking.ErrNotFound) {
+						lost = append(lost, id)
+					}
+					if err == nil || errors.Is(err, booking.ErrNotFound) {
+						break
+					}
+					if ctx.Err() != nil {
+						t.Fatalf("read %s: %v", id, err)
+					}
+					time.Sleep(20 * time.Millisecond)
+				}
+			}
+			t.Logf("%d acks: %d creates reported created across a forced failover, %d of them lost", acks, len(ids), len(lost))
+			if acks == 2 && len(lost) > 0 {
+				t.Errorf("%d of %d creates every replica acknowledged were lost, e.g. %s", len(lost), len(ids), lost[0])
+			}
+		})
+	}
+}
