@@ -41,14 +41,13 @@ type Config struct {
 	// should not move (verify's instance-clock fault).
 	ClockOffset time.Duration
 	// BookingAcks replicas must acknowledge (WAIT) a booking's every write,
-	// and a driver's reservation, before it is reported done: the fewest
-	// accepted. The WAIT asks for every replica in step, and accepts fewer
-	// (not under BookingAcks) only when none of them reports itself a
-	// primary, so a forced failover of a replica in step loses nothing
-	// reported done (redisroute/acks.go); one of a replica already behind
-	// loses what it missed, unless BookingAcks is every replica of the
-	// shard, at the price of that shard's writes failing while any of its
-	// replicas is down.
+	// and a driver's reservation, before it is reported done. One keeps
+	// them through any one node failing and the cluster's own failovers;
+	// a forced failover (CLUSTER FAILOVER FORCE) keeps only what the
+	// promoted replica had, and the old primary's other replicas go on
+	// acknowledging for the milliseconds before it learns, so only every
+	// replica of a shard keeps them through one, at the price of that
+	// shard's writes failing while any of its replicas is down.
 	BookingAcks int
 
 	Listen      string // public API
@@ -118,7 +117,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.ClockOffset, "clock-offset", c.ClockOffset, "for drills: run as if this host's clock were off by this much (Apollo keeps the Redis cluster's time, so nothing it records should move; verify's instance-clock fault)")
 	fs.DurationVar(&c.Dispatch.ReservationTTL, "reservation-ttl", c.Dispatch.ReservationTTL, "how long a reserved driver has to accept")
 	fs.Float64Var(&c.Dispatch.RadiusM, "dispatch-radius-m", c.Dispatch.RadiusM, "how far from the pickup drivers are searched")
-	fs.IntVar(&c.BookingAcks, "booking-acks", c.BookingAcks, "the fewest replicas that must acknowledge each booking write and reservation before it is reported done (every replica in step is asked): 1 survives any one node, failovers and forced failovers of a replica in step; set it to the shard's replicas to survive forcing one already behind too, and have writes fail while any replica is down")
+	fs.IntVar(&c.BookingAcks, "booking-acks", c.BookingAcks, "replicas that must acknowledge each booking write and reservation before it is reported done: 1 survives any one node and the cluster's failovers; a forced failover (CLUSTER FAILOVER FORCE) loses what not every replica acknowledged, so set it to the shard's replicas to survive those, and have writes fail while any replica is down")
 	fs.StringVar(&c.Listen, "listen", c.Listen, "address of the public HTTP API")
 	fs.StringVar(&c.AdminListen, "admin-listen", c.AdminListen, "address of the admin listener (/metrics, /debug/pprof/, /livez, /readyz, /v1/spampede/)")
 	fs.StringVar(&c.HealthListen, "health-listen", c.HealthListen, "if set, also serve /metrics, /livez and /readyz here, apart from the admin routes")

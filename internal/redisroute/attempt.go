@@ -24,10 +24,6 @@ type attempt struct {
 	replies []redis.Cmder
 	rtt     time.Duration
 	acked   int64 // replicas that acknowledged the writes (WAIT), when asked
-	// replaced: the WAIT went short of the shard's replicas in step, and
-	// one of them reports itself a primary: a forced failover may drop
-	// what the node took (see acks.go).
-	replaced bool
 	// fenceErr is the fence write's failure: WAIT then covers nothing the
 	// attempt's confirmed reads saw.
 	fenceErr error
@@ -71,14 +67,9 @@ func (r *Router) send(ctx context.Context, a *attempt, cmds []Cmd) {
 		wire = append(wire, fence)
 	}
 	var wait *redis.IntCmd
-	acks := max(maxAcks(a.idx, cmds), a.confirm)
-	var inStep []*node
-	if acks > 0 {
-		// WAIT covers every write sent before it on this connection. It
-		// asks for every replica in step, at least acks (acks.go).
-		var want int
-		want, inStep = r.ackTarget(a.node, acks)
-		wait = redis.NewIntCmd(ctx, "wait", want, r.cfg.AckTimeout.Milliseconds())
+	if acks := max(maxAcks(a.idx, cmds), a.confirm); acks > 0 {
+		// WAIT covers every write sent before it on this connection.
+		wait = redis.NewIntCmd(ctx, "wait", acks, r.cfg.AckTimeout.Milliseconds())
 		wire = append(wire, wait)
 	}
 	start := r.clock.Now()
@@ -91,9 +82,6 @@ func (r *Router) send(ctx context.Context, a *attempt, cmds []Cmd) {
 	}
 	if wait != nil {
 		a.acked = wait.Val()
-		if wait.Err() == nil && a.acked >= int64(acks) && a.acked < int64(len(inStep)) {
-			a.replaced = r.promotedAmong(ctx, inStep)
-		}
 	}
 	if fence != nil {
 		a.fenceErr = fence.Err()

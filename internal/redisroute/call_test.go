@@ -300,8 +300,7 @@ func recordWire(addr string, acks int64, fenceErr error, wire *[]string) func(in
 
 // A confirmed read (Fresh, with Acks): after the read, the router writes a
 // fence key of the read's slot on the same node and WAITs for it, so a
-// replica acknowledging the fence holds everything the read saw. The WAIT
-// asks for both replicas, in step, though one is enough (acks.go).
+// replica acknowledging the fence holds everything the read saw.
 func TestAConfirmedReadIsFencedAndConfirmedByAReplica(t *testing.T) {
 	var wire []string
 	c := newFakeCluster(t, shard3(recordWire("p:1", 1, nil, &wire), answer("a:1", 2), answer("b:1", 2)))
@@ -310,8 +309,8 @@ func TestAConfirmedReadIsFencedAndConfirmedByAReplica(t *testing.T) {
 	if r.Err != nil || r.Val != "GET@p:1" {
 		t.Fatalf("got %+v, want the primary's answer", r)
 	}
-	if len(wire) != 3 || wire[0] != "GET "+key || !strings.HasPrefix(wire[1], "set apollo:fence:{") || !strings.HasPrefix(wire[2], "wait 2") {
-		t.Fatalf("sent %q, want the read, a fence write, then WAIT 2", wire)
+	if len(wire) != 3 || wire[0] != "GET "+key || !strings.HasPrefix(wire[1], "set apollo:fence:{") || !strings.HasPrefix(wire[2], "wait 1") {
+		t.Fatalf("sent %q, want the read, a fence write, then WAIT 1", wire)
 	}
 	if fence := strings.TrimPrefix(wire[1], "set "); Slot(fence) != Slot(key) {
 		t.Errorf("fence %s is in slot %d, the read's key in %d", fence, Slot(fence), Slot(key))

@@ -22,10 +22,7 @@ type Cmd struct {
 	// failover within the call's deadline, like a write.
 	Fresh bool
 	// Acks, for a write, is how many replicas must acknowledge it (WAIT)
-	// before it is reported as done; fewer gives ErrUnconfirmed. The WAIT
-	// asks for every replica in step, and one short of them is done only
-	// if none reports itself a primary (acks.go): a forced failover drops
-	// what its new primary did not receive.
+	// before it is reported as done; fewer gives ErrUnconfirmed.
 	//
 	// For a Fresh read, Acks makes it a confirmed read: after it, on the
 	// same connection, the router writes a fence key of the read's slot and

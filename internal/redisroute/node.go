@@ -31,11 +31,6 @@ type node struct {
 	// fewer replica acknowledgements than it asked for; until then its
 	// reads are confirmed (see suspectFallback).
 	unackedUntil atomic.Int64
-	// ackSkippedAt (unix nanos, 0: not skipped): a WAIT on its primary went
-	// short of it and it did not report itself a primary (down, hung or
-	// behind), so WAITs stop asking for it until a replication check asked
-	// after then finds it in step (see acks.go).
-	ackSkippedAt atomic.Int64
 
 	fallback *rate.Limiter // reads falling back to this node while it is a primary
 	probeOK  int           // consecutive successful probes; under the router's ejectMu

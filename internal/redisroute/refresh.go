@@ -19,9 +19,6 @@ const (
 	// A call failed fast on a primary that answers nothing: a failover
 	// may have replaced it.
 	refreshPrimaryStalled = "primary_stalled"
-	// A replica answers that it is a primary: promoted, perhaps while the
-	// shard's old primary still takes writes (see acks.go).
-	refreshReplicaPromoted = "a replica reports it is a primary"
 )
 
 // requestRefresh asks the refresher for a new topology. It never blocks:

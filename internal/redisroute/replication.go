@@ -360,7 +360,7 @@ func (r *Router) judgeReplication(t *topology, ans *replicationAnswers, asked ti
 				// (cut off from the cluster, not from us): it would take
 				// writes and answer reads the failover undoes until the next
 				// periodic refresh. The topology follows now.
-				r.requestRefresh(refreshReplicaPromoted)
+				r.requestRefresh("a replica reports it is a primary")
 			}
 		}
 		if unknown {
@@ -383,9 +383,6 @@ func (r *Router) judged(n *node, v verdict, asked time.Time) {
 		return
 	}
 	r.setBehind(n, v)
-	if at := n.ackSkippedAt.Load(); at != 0 && v.known && !v.behind && asked.UnixNano() > at {
-		n.ackSkippedAt.CompareAndSwap(at, 0) // in step since: WAITs ask for it again
-	}
 }
 
 // awaitCheck holds n out of reads until the next check judges it: it has

@@ -15,30 +15,23 @@ import (
 )
 
 // A forced failover (CLUSTER FAILOVER FORCE: the replica takes over at
-// once, with whatever it has received) of a replica whose replication is
-// held back (a firewall rule drops its stream) while a create is made. Its
-// WAIT goes short of it; it answers ROLE as a replica behind the other, so
-// it is skipped, and with --booking-acks 1 the create is reported created
-// on the other's acknowledgement. Forced over, it is promoted without the
-// create, which is then gone: what Apollo cannot keep (README, G3), pinned
-// here so that the README says what Redis does. With as many acks as the
-// shard has replicas the create is not reported created while one of them
-// lags, so nothing reported done is lost.
+// once, with whatever it has received) of a replica that had not received
+// a create the shard's other replica acknowledged. WAIT counts replicas;
+// it cannot choose which. With --booking-acks 1 the create is reported
+// created, and once the old primary and the other replica follow the new
+// one it is gone: a limit of Redis's (README, G3), found by `apollo verify`
+// (2026-12-04, --seed 37: a 201 one millisecond before a forced failover
+// of its shard), pinned here so that the README says what Redis does.
+// With as many acks as the shard has replicas the create is not reported
+// created while one of them lags, so nothing reported done is lost.
 func TestAForcedFailoverLosesACreateItsNewPrimaryMissedUnlessEveryReplicaAcknowledged(t *testing.T) {
 	clustertest.NeedFirewall(t)
 	for _, acks := range []int{1, 2} {
 		t.Run(fmt.Sprintf("acks %d of 2 replicas", acks), func(t *testing.T) {
 			c := clustertest.Start(t, func(cfg *localcluster.Config) { cfg.Primaries, cfg.Replicas, cfg.OwnAddrs = 1, 2, true })
-			r := newRouterFor(t, c)
-			s := redisstore.NewBookings(r, acks, partitions(t, 8))
+			s := redisstore.NewBookings(newRouterFor(t, c), acks, partitions(t, 8))
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
-			for !replicasChecked(r) { // both in step: the WAIT asks for both
-				if ctx.Err() != nil {
-					t.Fatal("the router's replication check never reported on the replicas")
-				}
-				time.Sleep(50 * time.Millisecond)
-			}
 			primary, lagging := c.Primary(ctx, 0), c.Replicas(ctx, 0)[0]
 			resume, err := c.StallReplication(ctx, primary, lagging)
 			defer func() { _ = resume(context.Background()) }()
@@ -93,14 +86,15 @@ func forceFailover(ctx context.Context, t *testing.T, c *localcluster.Cluster, n
 	}
 }
 
-// The common way a forced failover dropped acknowledged writes: the old
-// primary goes on taking writes until it learns it was replaced (10 to 45
-// ms after the promotion, here), and its other replica, still attached to
-// it, acknowledges them; then both copy the new primary. Creates run from
-// four callers across a forced failover. Before WAITs asked for every
-// replica in step (acks.go), 260 and 329 of about 4,000 creates reported
-// created with one ack of two were lost; none may be, with one ack or two.
-func TestNoCreateReportedCreatedIsLostInAForcedFailover(t *testing.T) {
+// The other way a forced failover drops acknowledged writes, and the
+// common one: the old primary goes on taking writes until it learns it was
+// replaced (10 to 45 ms after the promotion, here), and its other replica,
+// still attached to it, acknowledges them; then both copy the new primary.
+// Creates run from four callers across a forced failover. With as many
+// acks as the shard has replicas none reported created is lost; with one,
+// the count lost is logged (the README's figure), not asserted: it depends
+// on how many land in those milliseconds.
+func TestNoCreateEveryReplicaAcknowledgedIsLostInAForcedFailover(t *testing.T) {
 	for _, acks := range []int{1, 2} {
 		t.Run(fmt.Sprintf("acks %d of 2 replicas", acks), func(t *testing.T) {
 			c := clustertest.Start(t, func(cfg *localcluster.Config) { cfg.Primaries, cfg.Replicas = 1, 2 })
@@ -156,8 +150,8 @@ func TestNoCreateReportedCreatedIsLostInAForcedFailover(t *testing.T) {
 				}
 			}
 			t.Logf("%d acks: %d creates reported created across a forced failover, %d of them lost", acks, len(ids), len(lost))
-			if len(lost) > 0 {
-				t.Errorf("%d of %d creates reported created were lost, e.g. %s", len(lost), len(ids), lost[0])
+			if acks == 2 && len(lost) > 0 {
+				t.Errorf("%d of %d creates every replica acknowledged were lost, e.g. %s", len(lost), len(ids), lost[0])
 			}
 		})
 	}

@@ -15,12 +15,12 @@ import (
 // the commands held meanwhile are answered MOVED: nothing acknowledged is
 // lost. Forced, the replica takes over at once without its primary's
 // agreement, with whatever it has received, and the old primary and its
-// other replicas then copy it: a write the forced replica had not
-// received is dropped, even one another replica acknowledged, and so is
-// one the old primary took, and its other replica acknowledged, in the
-// moment before it learnt. Apollo's WAITs ask for every replica in step
-// so that none of those is reported done (redisroute/acks.go); the build
-// before lost bookings answered 201 under this fault. Healing waits for a
+// other replicas then copy it: a write the forced replica had not received
+// is dropped, even one another replica acknowledged (WAIT counts replicas,
+// it cannot choose them), and so is one the old primary took, and its
+// other replica acknowledged, in the moment before it learnt. With fewer
+// --booking-acks than the shard has replicas, that can lose a booking
+// answered 201 (README, G3); verify then reports it. Healing waits for a
 // healthy cluster; the roles stay switched, and later faults pick shards
 // as the cluster sees them.
 func (n *nemesis) switchover(primary, replica *localcluster.Node, force bool) drill.Fault {
