@@ -79,7 +79,7 @@ func runVerify(ctx context.Context, e env, args []string) error {
 		cfg.RedisConf = append(cfg.RedisConf, v)
 		return nil
 	})
-	fs.Func("serve-flag", `a flag added to every instance's apollo serve, after verify's own, e.g. --serve-flag=--booking-acks=2 (repeatable)`, func(v string) error {
+	fs.Func("serve-flag", `a flag added to every instance's apollo serve, after verify's own, e.g. --serve-flag=--booking-acks=2 (repeatable; recorded in --json). One that overrides a flag verify sets (addresses, timeouts, the reservation TTL) changes what the checks assume`, func(v string) error {
 		if !strings.HasPrefix(v, "-") {
 			return fmt.Errorf("%q is not a flag: give it with its dashes, e.g. --serve-flag=--booking-acks=2", v)
 		}

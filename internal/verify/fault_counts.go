@@ -1,14 +1,12 @@
 package verify
 
-import (
-	"fmt"
-	"slices"
-)
+import "fmt"
 
 // faultWindow is one fault injected, from its inject to the end of its
 // heal (to the end of the run if it was never healed).
 type faultWindow struct {
 	kind, fault, effect string
+	healErr             string // why its heal failed, if it did
 	from, to            int64
 }
 
@@ -23,7 +21,7 @@ func faultWindows(h History) []faultWindow {
 		case ev.Action == "inject" && ev.Err == "":
 			open = ev
 		case ev.Action == "heal" && open != nil && open.Fault == ev.Fault:
-			out = append(out, faultWindow{kind: open.Kind, fault: open.Fault, effect: ev.Effect, from: open.At, to: ev.At})
+			out = append(out, faultWindow{kind: open.Kind, fault: open.Fault, effect: ev.Effect, healErr: ev.Err, from: open.At, to: ev.At})
 			open = nil
 		}
 	}
@@ -78,9 +76,13 @@ const nearFault = 2e9 // ns
 // nearFault of the operations ops name (IDs into h.Ops), for a reader to
 // see what a violation happened beside. None when ops name none.
 func faultsNear(h History, ops []int) []string {
+	named := make(map[int]bool, len(ops))
+	for _, id := range ops {
+		named[id] = true
+	}
 	from, to := int64(1<<62), int64(-1)
 	for _, op := range h.Ops {
-		if slices.Contains(ops, op.ID) {
+		if named[op.ID] {
 			from, to = min(from, op.Invoke), max(to, op.Return)
 		}
 	}
@@ -91,7 +93,10 @@ func faultsNear(h History, ops []int) []string {
 	for _, w := range faultWindows(h) {
 		if w.to >= from-nearFault && w.from <= to+nearFault {
 			healed := "never healed"
-			if w.to < 1<<62 {
+			switch {
+			case w.to < 1<<62 && w.healErr != "":
+				healed = fmt.Sprintf("its heal failed at %s (%s)", runTime(w.to), w.healErr)
+			case w.to < 1<<62:
 				healed = "healed by " + runTime(w.to)
 			}
 			out = append(out, fmt.Sprintf("%s: %s, injected at %s, %s", w.kind, w.fault, runTime(w.from), healed))

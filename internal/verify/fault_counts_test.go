@@ -31,7 +31,7 @@ func TestFaultCountsPairEachInjectWithItsHeal(t *testing.T) {
 func TestAViolationNamesTheFaultsNearItsOperations(t *testing.T) {
 	s := int64(1e9)
 	h := History{
-		Ops: []Op{{ID: 0, Invoke: 10 * s, Return: 10*s + 3}, {ID: 1, Invoke: 11 * s, Return: 11 * s}, {ID: 2, Invoke: 40 * s, Return: 40 * s}},
+		Ops: []Op{{ID: 0, Invoke: 10 * s, Return: 10*s + 3}, {ID: 1, Invoke: 11 * s, Return: 11 * s}, {ID: 2, Invoke: 40 * s, Return: 40 * s}, {ID: 3, Invoke: 30 * s, Return: 30 * s}},
 		Faults: []FaultEvent{
 			{Kind: "switchover", Fault: "long before", Action: "inject", At: 1 * s},
 			{Kind: "switchover", Fault: "long before", Action: "heal", At: 7 * s},
@@ -39,6 +39,8 @@ func TestAViolationNamesTheFaultsNearItsOperations(t *testing.T) {
 			{Kind: "forced-switchover", Fault: "just after the write", Action: "heal", At: 16 * s},
 			{Kind: "handshake", Fault: "just after the read", Action: "inject", At: 13 * s},
 			{Kind: "handshake", Fault: "just after the read", Action: "heal", At: 19 * s},
+			{Kind: "busy-script", Fault: "heal failed", Action: "inject", At: 25 * s},
+			{Kind: "busy-script", Fault: "heal failed", Action: "heal", At: 31 * s, Err: "SCRIPT KILL refused"},
 			{Kind: "reshard", Fault: "never healed", Action: "inject", At: 39 * s},
 		},
 	}
@@ -51,6 +53,7 @@ func TestAViolationNamesTheFaultsNearItsOperations(t *testing.T) {
 			"forced-switchover: just after the write, injected at 10.000s, healed by 16.000s",
 			"handshake: just after the read, injected at 13.000s, healed by 19.000s"}},
 		{"inside a fault never healed", []int{2}, []string{"reshard: never healed, injected at 39.000s, never healed"}},
+		{"a fault whose heal failed", []int{3}, []string{"busy-script: heal failed, injected at 25.000s, its heal failed at 31.000s (SCRIPT KILL refused)"}},
 		{"no operations", nil, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

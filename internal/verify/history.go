@@ -111,4 +111,7 @@ type History struct {
 	ReservationTTL    time.Duration `json:"reservation_ttl_ns"`
 	AllocationTimeout time.Duration `json:"allocation_timeout_ns"`
 	Slack             time.Duration `json:"slack_ns"`
+	// ServeFlags are the flags the run added to every instance's serve
+	// (--serve-flag): what was checked, when not the defaults.
+	ServeFlags []string `json:"serve_flags,omitempty"`
 }

@@ -194,6 +194,7 @@ func Run(ctx context.Context, cfg Config) (h History, err error) {
 
 	h.Start = time.Now()
 	h.ReservationTTL, h.AllocationTimeout, h.Slack = cfg.ReservationTTL, cfg.AllocationTimeout, cfg.Slack()
+	h.ServeFlags = cfg.ServeFlags
 	rec := newRecorder(h.Start, clientTimeout, deadlines)
 	w := &workload{rec: rec, instances: instances, drivers: cfg.Drivers, riders: cfg.Riders, seed: cfg.Seed,
 		center: [2]float64{1.3000, 103.8000}, bookings: map[string]bool{}}
