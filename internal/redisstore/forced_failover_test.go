@@ -11,7 +11,6 @@ import (
 	"github.com/apollo-platform/apollo/internal/booking"
 	"github.com/apollo-platform/apollo/internal/localcluster"
 	"github.com/apollo-platform/apollo/internal/localcluster/clustertest"
-	"github.com/apollo-platform/apollo/internal/redisroute"
 	"github.com/apollo-platform/apollo/internal/redisstore"
 )
 
@@ -40,8 +39,7 @@ func TestAForcedFailoverLosesACreateItsNewPrimaryMissedUnlessEveryReplicaAcknowl
 				t.Fatal(err)
 			}
 
-			b := booking.Booking{ID: "bk-forced", RiderID: "r1", Service: "car", Status: booking.Searching,
-				CreatedAt: t0, UpdatedAt: t0, Deadline: t0.Add(time.Minute), DueAt: t0.Add(time.Minute)}
+			b := searchingBooking("bk-forced")
 			_, created, err := s.Create(ctx, b)
 			if acks == 2 {
 				if created || err == nil {
@@ -53,7 +51,9 @@ func TestAForcedFailoverLosesACreateItsNewPrimaryMissedUnlessEveryReplicaAcknowl
 				t.Fatalf("create with one of two replicas lagging, 1 ack = %v, %v; want it created", created, err)
 			}
 
-			forceFailover(ctx, t, c, lagging)
+			if err := c.Failover(ctx, lagging, true); err != nil {
+				t.Fatal(err)
+			}
 			if err := resume(ctx); err != nil {
 				t.Fatal(err)
 			}
@@ -74,19 +74,6 @@ func TestAForcedFailoverLosesACreateItsNewPrimaryMissedUnlessEveryReplicaAcknowl
 	}
 }
 
-// forceFailover makes n its shard's primary with CLUSTER FAILOVER FORCE.
-func forceFailover(ctx context.Context, t *testing.T, c *localcluster.Cluster, n *localcluster.Node) {
-	t.Helper()
-	cl := n.Client()
-	defer cl.Close()
-	if err := cl.Do(ctx, "CLUSTER", "FAILOVER", "FORCE").Err(); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.WaitRole(ctx, n, "primary"); err != nil {
-		t.Fatal(err)
-	}
-}
-
 // The other way a forced failover drops acknowledged writes, and the
 // common one: the old primary goes on taking writes until it learns it was
 // replaced (10 to 45 ms after the promotion, here), and its other replica,
@@ -103,7 +90,7 @@ func TestNoCreateEveryReplicaAcknowledgedIsLostInAForcedFailover(t *testing.T) {
 			s := redisstore.NewBookings(r, acks, partitions(t, 8))
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
-			awaitReplicasChecked(ctx, t, r)
+			awaitReplicasInStep(ctx, t, r)
 			primary, forced := c.Primary(ctx, 0), c.Replicas(ctx, 0)[0]
 
 			stop := make(chan struct{})
@@ -117,8 +104,7 @@ func TestNoCreateEveryReplicaAcknowledgedIsLostInAForcedFailover(t *testing.T) {
 							return
 						default:
 						}
-						b := booking.Booking{ID: fmt.Sprintf("bk-forced-%d-%d", g, i), RiderID: "r1", Service: "car", Status: booking.Searching,
-							CreatedAt: t0, UpdatedAt: t0, Deadline: t0.Add(time.Minute), DueAt: t0.Add(time.Minute)}
+						b := searchingBooking(fmt.Sprintf("bk-forced-%d-%d", g, i))
 						if _, ok, err := s.Create(ctx, b); ok && err == nil {
 							created <- b.ID
 						}
@@ -126,7 +112,9 @@ func TestNoCreateEveryReplicaAcknowledgedIsLostInAForcedFailover(t *testing.T) {
 				})
 			}
 			time.Sleep(300 * time.Millisecond)
-			forceFailover(ctx, t, c, forced)
+			if err := c.Failover(ctx, forced, true); err != nil {
+				t.Fatal(err)
+			}
 			time.Sleep(300 * time.Millisecond)
 			close(stop)
 			wg.Wait()
@@ -182,40 +170,17 @@ func TestCreatesGoOnWhenOneOfTwoReplicasFails(t *testing.T) {
 			s := redisstore.NewBookings(r, 1, partitions(t, 8))
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
-			awaitReplicasChecked(ctx, t, r)
+			awaitReplicasInStep(ctx, t, r)
 			failed := c.Replicas(ctx, 0)[0]
 			if err := tc.fail(failed); err != nil {
 				t.Fatal(err)
 			}
 			defer failed.Resume()
 			for i := range 20 {
-				b := booking.Booking{ID: fmt.Sprintf("bk-after-%d", i), RiderID: "r1", Service: "car", Status: booking.Searching,
-					CreatedAt: t0, UpdatedAt: t0, Deadline: t0.Add(time.Minute), DueAt: t0.Add(time.Minute)}
-				if _, created, err := s.Create(ctx, b); !created || err != nil {
+				if _, created, err := s.Create(ctx, searchingBooking(fmt.Sprintf("bk-after-%d", i))); !created || err != nil {
 					t.Fatalf("create %d after a replica was %s = %v, %v; want it created on the other's acknowledgement", i, tc.name, created, err)
 				}
 			}
 		})
-	}
-}
-
-// awaitReplicasChecked waits until the router's replication check has
-// judged every replica in step (a replica not judged since it joined is
-// held behind, with a finding of its own: replicasChecked alone passes it).
-func awaitReplicasChecked(ctx context.Context, t *testing.T, r *redisroute.Router) {
-	t.Helper()
-	inStep := func() bool {
-		for _, n := range r.Nodes() {
-			if n.Role != "primary" && (n.Behind || n.ReplicationAt.IsZero()) {
-				return false
-			}
-		}
-		return true
-	}
-	for !inStep() {
-		if ctx.Err() != nil {
-			t.Fatal("the router's replication check never reported on the replicas")
-		}
-		time.Sleep(50 * time.Millisecond)
 	}
 }

@@ -24,19 +24,12 @@ import (
 // healthy cluster; the roles stay switched, and later faults pick shards
 // as the cluster sees them.
 func (n *nemesis) switchover(primary, replica *localcluster.Node, force bool) drill.Fault {
-	how, args := "coordinated", []any{"CLUSTER", "FAILOVER"}
+	how := "coordinated"
 	if force {
-		how, args = "forced", append(args, "FORCE")
+		how = "forced"
 	}
 	return drill.FaultFunc{Label: fmt.Sprintf("%s failover of %s to %s", how, primary.Addr, replica.Addr),
-		InjectFn: func(ctx context.Context) error {
-			cl := replica.Client()
-			defer cl.Close()
-			if err := cl.Do(ctx, args...).Err(); err != nil {
-				return err
-			}
-			return n.c.WaitRole(ctx, replica, "primary")
-		},
+		InjectFn: func(ctx context.Context) error { return n.c.Failover(ctx, replica, force) },
 		HealFn: func(ctx context.Context) error {
 			return errors.Join(n.c.WaitRole(ctx, primary, "replica"), n.c.WaitHealthy(ctx))
 		},
