@@ -24,6 +24,10 @@ type attempt struct {
 	replies []redis.Cmder
 	rtt     time.Duration
 	acked   int64 // replicas that acknowledged the writes (WAIT), when asked
+	// proofErr: the WAIT met its count, but a replica of the shard could
+	// not be shown to hold the writes or at least not to have been
+	// promoted without them (proof.go).
+	proofErr error
 	// fenceErr is the fence write's failure: WAIT then covers nothing the
 	// attempt's confirmed reads saw.
 	fenceErr error
@@ -34,10 +38,10 @@ type attempt struct {
 // the call only after the attempt is reported on the call's event channel.
 func (r *Router) send(ctx context.Context, a *attempt, cmds []Cmd) {
 	// One array for the wire and the replies: room for an ASKING before
-	// each command, a fence and a WAIT; without ASKING the replies are
-	// the wire's first commands.
+	// each command, a fence, a WAIT and its two proof commands; without
+	// ASKING the replies are the wire's first commands.
 	n := len(a.idx)
-	room := n + 2
+	room := n + 4
 	if a.asking {
 		room += n + 1
 	}
@@ -67,10 +71,20 @@ func (r *Router) send(ctx context.Context, a *attempt, cmds []Cmd) {
 		wire = append(wire, fence)
 	}
 	var wait *redis.IntCmd
-	if acks := max(maxAcks(a.idx, cmds), a.confirm); acks > 0 {
+	var pf proof
+	acks := max(maxAcks(a.idx, cmds), a.confirm)
+	if acks > 0 {
+		prove := r.cfg.Policy != Legacy2019
+		if prove {
+			pf = newProof(ctx)
+			wire = append(wire, pf.before)
+		}
 		// WAIT covers every write sent before it on this connection.
 		wait = redis.NewIntCmd(ctx, "wait", acks, r.cfg.AckTimeout.Milliseconds())
 		wire = append(wire, wait)
+		if prove {
+			wire = append(wire, pf.after)
+		}
 	}
 	start := r.clock.Now()
 	a.node.begin(start)
@@ -92,6 +106,10 @@ func (r *Router) send(ctx context.Context, a *attempt, cmds []Cmd) {
 	a.node.end(end, a.rtt, !cl.nodeFault() && cl != classCanceled)
 	if cl.nodeFault() {
 		r.nodeFailed(a.node, cl, err)
+	}
+	if pf.before != nil && a.acked >= int64(acks) {
+		// After end: the primary answered; the replicas' silence is theirs.
+		a.proofErr = r.holds(ctx, a, pf)
 	}
 }
 

@@ -286,6 +286,9 @@ func recordWire(addr string, acks int64, fenceErr error, wire *[]string) func(in
 	ok := answer(addr, acks)
 	return func(call int, cmds []redis.Cmder) error {
 		for _, c := range cmds {
+			if c.Name() == "info" {
+				continue // a WAIT's proof: TestAWritesProofSurroundsItsWait
+			}
 			*wire = append(*wire, fmt.Sprint(c.Args()[0], " ", c.Args()[1]))
 		}
 		err := ok(call, cmds)

@@ -105,7 +105,16 @@ func (f *fakeNode) Exec(ctx context.Context, cmds []redis.Cmder) error {
 	f.mu.Unlock()
 	f.arrived <- struct{}{}
 	if gate != nil {
-		<-gate
+		select {
+		case <-gate:
+		case <-ctx.Done():
+			// As go-redis with ContextTimeoutEnabled: the caller's
+			// deadline ends the wait on the wire.
+			for _, c := range cmds {
+				c.SetErr(ctx.Err())
+			}
+			return ctx.Err()
+		}
 	}
 	return f.respond(call, cmds)
 }
@@ -139,9 +148,16 @@ func (f *fakeNode) unhang() {
 }
 
 // answer replies to every command with "<value>@<addr>" and to WAIT with
-// acks, the way a healthy node does.
+// acks, the way a healthy node does. INFO replication, in a pipeline with
+// a WAIT (a write's proof, proof.go), says it is a primary at offset 0 of
+// history "fake" that lists no replica, and alone (a replica asked) that
+// it is a replica of that history at that offset: it holds the write.
 func answer(addr string, acks int64) func(int, []redis.Cmder) error {
 	return func(_ int, cmds []redis.Cmder) error {
+		primary := false
+		for _, c := range cmds {
+			primary = primary || c.Name() == "wait"
+		}
 		for _, c := range cmds {
 			switch c := c.(type) {
 			case *redis.Cmd:
@@ -150,6 +166,12 @@ func answer(addr string, acks int64) func(int, []redis.Cmder) error {
 				c.SetVal(acks)
 			case *redis.StatusCmd:
 				c.SetVal("OK")
+			case *redis.StringCmd:
+				if primary {
+					c.SetVal("role:master\r\nmaster_replid:fake\r\nmaster_repl_offset:0\r\n")
+				} else {
+					c.SetVal("role:slave\r\nmaster_replid:fake\r\nmaster_repl_offset:0\r\n")
+				}
 			}
 		}
 		return nil

@@ -37,13 +37,16 @@ type replication struct {
 	linkDown bool            // a replica's master_link_status:down
 	master   string          // a replica's master_host:master_port
 	replicas []listedReplica // a primary's slaveN lines
+	replid   string          // master_replid: the history the node's data belongs to
+	offset   int64           // master_repl_offset: how far into it the node's data is (see proof.go)
 }
 
 // listedReplica is one slaveN line of a primary: a connected replica.
 type listedReplica struct {
-	addr  string // ip:port, as the primary sees or the replica announces it
-	state string // online once synchronised; wait_bgsave, send_bulk before
-	lag   int    // seconds since its last acknowledgement; -1 if not given
+	addr   string // ip:port, as the primary sees or the replica announces it
+	state  string // online once synchronised; wait_bgsave, send_bulk before
+	lag    int    // seconds since its last acknowledgement; -1 if not given
+	offset int64  // the replication offset it last acknowledged
 }
 
 // parseReplication reads the text of INFO replication.
@@ -64,6 +67,10 @@ func parseReplication(info string) replication {
 			host = v
 		case k == "master_port":
 			port = v
+		case k == "master_replid":
+			r.replid = v
+		case k == "master_repl_offset":
+			r.offset, _ = strconv.ParseInt(v, 10, 64)
 		case isSlaveKey(k):
 			r.replicas = append(r.replicas, parseListed(v))
 		}
@@ -101,6 +108,8 @@ func parseListed(v string) listedReplica {
 			if n, err := strconv.Atoi(val); err == nil {
 				l.lag = n
 			}
+		case "offset":
+			l.offset, _ = strconv.ParseInt(val, 10, 64)
 		}
 	}
 	l.addr = net.JoinHostPort(ip, port)

@@ -78,11 +78,12 @@ func TestAForcedFailoverLosesACreateItsNewPrimaryMissedUnlessEveryReplicaAcknowl
 // common one: the old primary goes on taking writes until it learns it was
 // replaced (10 to 45 ms after the promotion, here), and its other replica,
 // still attached to it, acknowledges them; then both copy the new primary.
-// Creates run from four callers across a forced failover. With as many
-// acks as the shard has replicas none reported created is lost; with one,
-// the count lost is logged (the README's figure), not asserted: it depends
-// on how many land in those milliseconds.
-func TestNoCreateEveryReplicaAcknowledgedIsLostInAForcedFailover(t *testing.T) {
+// Creates run from four callers across a forced failover. None reported
+// created may be lost, with one ack of two replicas as with two: a WAIT
+// that met its count is done only once every replica is shown to hold the
+// write or to be its primary's replica still (redisroute/proof.go). Before
+// that, one ack lost 197-329 of 3,000-4,000.
+func TestNoCreateReportedCreatedIsLostInAForcedFailover(t *testing.T) {
 	for _, acks := range []int{1, 2} {
 		t.Run(fmt.Sprintf("acks %d of 2 replicas", acks), func(t *testing.T) {
 			c := clustertest.Start(t, func(cfg *localcluster.Config) { cfg.Primaries, cfg.Replicas = 1, 2 })
@@ -144,8 +145,8 @@ func TestNoCreateEveryReplicaAcknowledgedIsLostInAForcedFailover(t *testing.T) {
 			if len(ids) == 0 {
 				t.Fatal("no create was reported created: the test shows nothing")
 			}
-			if acks == 2 && len(lost) > 0 {
-				t.Errorf("%d of %d creates every replica acknowledged were lost, e.g. %s", len(lost), len(ids), lost[0])
+			if len(lost) > 0 {
+				t.Errorf("%d of %d creates reported created were lost, e.g. %s", len(lost), len(ids), lost[0])
 			}
 		})
 	}

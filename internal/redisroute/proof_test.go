@@ -1,0 +1,278 @@
+package redisroute
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// primaryInfo is INFO replication of a primary at offset of history
+// replid, listing each replica as "addr=offset".
+func primaryInfo(replid string, offset int64, listed ...string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "# Replication\r\nrole:master\r\nconnected_slaves:%d\r\n", len(listed))
+	for i, l := range listed {
+		addr, off, _ := strings.Cut(l, "=")
+		host, port, _ := strings.Cut(addr, ":")
+		fmt.Fprintf(&b, "slave%d:ip=%s,port=%s,state=online,offset=%s,lag=0\r\n", i, host, port, off)
+	}
+	fmt.Fprintf(&b, "master_replid:%s\r\nmaster_replid2:0000000000000000000000000000000000000000\r\nmaster_repl_offset:%d\r\n", replid, offset)
+	return b.String()
+}
+
+// replicaInfo is INFO replication of a replica of master, at offset of
+// history replid.
+func replicaInfo(master, replid string, offset int64) string {
+	host, port, _ := strings.Cut(master, ":")
+	return fmt.Sprintf("# Replication\r\nrole:slave\r\nmaster_host:%s\r\nmaster_port:%s\r\nmaster_link_status:up\r\nslave_repl_offset:%d\r\nmaster_replid:%s\r\nmaster_repl_offset:%d\r\n", host, port, offset, replid, offset)
+}
+
+func TestParseReplicationReadsTheHistoryAndEachReplicasOffset(t *testing.T) {
+	p := parseReplication(primaryInfo("h1", 1200, "127.0.0.1:7001=1150", "127.0.0.1:7002=1200"))
+	if !p.primary || p.replid != "h1" || p.offset != 1200 || len(p.replicas) != 2 || p.replicas[0].offset != 1150 || p.replicas[1].offset != 1200 {
+		t.Fatalf("primary = %+v", p)
+	}
+	r := parseReplication(replicaInfo("127.0.0.1:7000", "h1", 990))
+	if r.primary || r.replid != "h1" || r.offset != 990 || r.master != "127.0.0.1:7000" {
+		t.Fatalf("replica = %+v", r)
+	}
+}
+
+// Each way a replica can answer, against its primary's INFO taken right
+// after a write (history h1, offset 1000).
+func TestReplicaVerdict(t *testing.T) {
+	primary := parseReplication(primaryInfo("h1", 1000))
+	for _, tc := range []struct {
+		name string
+		own  string
+		want string
+		at   string // the primary's address; p:1 if empty
+	}{
+		{name: "at the write's offset", own: replicaInfo("p:1", "h1", 1000), want: replicaHolds},
+		{name: "past it", own: replicaInfo("p:1", "h1", 1300), want: replicaHolds},
+		{name: "before it: the write may be on its way", own: replicaInfo("p:1", "h1", 999), want: replicaBehind},
+		{name: "syncing afresh from this primary (old history until loaded)", own: replicaInfo("p:1", "h0", 5000), want: replicaBehind},
+		{name: "promoted (forced over): the old primary's writes are not its", own: primaryInfo("h2", 1000), want: replicaPromoted},
+		{name: "promoted, even at the same history and offset", own: primaryInfo("h1", 1000), want: replicaPromoted},
+		{name: "copying another primary's history (past a failover)", own: replicaInfo("a:1", "h2", 5000), want: replicaElsewhere},
+		{name: "copying another primary on another loopback address", own: replicaInfo("127.0.0.2:1", "h2", 5000), want: replicaElsewhere, at: "127.0.0.1:1"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			at := cmp.Or(tc.at, "p:1")
+			if got := replicaVerdict(parseReplication(tc.own), primary, at); got != tc.want {
+				t.Errorf("verdict = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestExactEndpointTakesNoAliases(t *testing.T) {
+	for _, tc := range []struct {
+		a, b string
+		want bool
+	}{
+		{"127.0.0.1:7000", "127.0.0.1:7000", true},
+		{"::ffff:10.0.0.1:7000", "10.0.0.1:7000", false}, // not host:port: unparsable
+		{"[::ffff:10.0.0.1]:7000", "10.0.0.1:7000", true},
+		{"127.0.0.2:7000", "127.0.0.1:7000", false}, // sameEndpoint's one loopback host
+		{"10.0.0.1:7000", "10.0.0.1:7001", false},
+		{"Redis-A:6379", "redis-a:6379", true},
+		{"redis-a:6379", "10.0.0.1:6379", false},
+	} {
+		if got := exactEndpoint(tc.a, tc.b); got != tc.want {
+			t.Errorf("exactEndpoint(%q, %q) = %v, want %v", tc.a, tc.b, got, tc.want)
+		}
+	}
+}
+
+// scripted answers a pipeline like a healthy node, except INFO
+// replication: a pipeline with a WAIT (the primary's) gets primary in
+// the first INFO and after in the second; a lone INFO (a replica asked)
+// gets the next of replica, the last one repeating. A reply starting
+// with "-" is an error.
+func scripted(addr string, acks int64, primary, after string, replica ...string) func(int, []redis.Cmder) error {
+	asked := 0
+	return func(call int, cmds []redis.Cmder) error {
+		err := answer(addr, acks)(call, cmds)
+		infos := 0
+		for _, c := range cmds {
+			s, ok := c.(*redis.StringCmd)
+			if !ok || c.Name() != "info" {
+				continue
+			}
+			var text string
+			switch {
+			case len(cmds) == 1:
+				text = replica[min(asked, len(replica)-1)]
+				asked++
+			case infos == 0:
+				text = primary
+			default:
+				text = after
+			}
+			infos++
+			if e, ok := strings.CutPrefix(text, "-"); ok {
+				s.SetErr(redis.Error(replyError(e)))
+				continue
+			}
+			s.SetVal(text)
+		}
+		return err
+	}
+}
+
+// A write whose WAIT met its count is done only once every replica of its
+// shard is shown to hold it, or to be its primary's replica still: the
+// shapes of a forced failover, each scripted.
+func TestAWriteIsDoneOnlyOnceEveryReplicaHoldsItOrIsStillAReplica(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		primary    func(int, []redis.Cmder) error
+		a, b       func(int, []redis.Cmder) error
+		wantErr    error
+		wantAskedA int // how many times a:1 was asked
+	}{
+		{
+			name:    "the primary lists both replicas at the write's offset: nothing more is asked",
+			primary: scripted("p:1", 1, primaryInfo("h1", 100), primaryInfo("h1", 130, "a:1=100", "b:1=120")),
+			a:       answer("a:1", 0), b: answer("b:1", 0),
+		},
+		{
+			name:    "one replica acknowledged, the other is asked and holds it",
+			primary: scripted("p:1", 1, primaryInfo("h1", 100), primaryInfo("h1", 130, "a:1=90", "b:1=120")),
+			a:       scripted("a:1", 0, "", "", replicaInfo("p:1", "h1", 100)), b: answer("b:1", 0),
+			wantAskedA: 1,
+		},
+		{
+			name:    "the other was forced over: it answers as a primary",
+			primary: scripted("p:1", 1, primaryInfo("h1", 100), primaryInfo("h1", 130, "b:1=120")),
+			a:       scripted("a:1", 0, "", "", primaryInfo("h2", 95)), b: answer("b:1", 0),
+			wantErr: ErrUnconfirmed, wantAskedA: 1,
+		},
+		{
+			name:    "the other copies another primary already",
+			primary: scripted("p:1", 1, primaryInfo("h1", 100), primaryInfo("h1", 130, "b:1=120")),
+			a:       scripted("a:1", 0, "", "", replicaInfo("b:1", "h2", 400)), b: answer("b:1", 0),
+			wantErr: ErrUnconfirmed, wantAskedA: 1,
+		},
+		{
+			name:    "the other is behind, then has it: asked again",
+			primary: scripted("p:1", 1, primaryInfo("h1", 100), primaryInfo("h1", 130, "b:1=120")),
+			a:       scripted("a:1", 0, "", "", replicaInfo("p:1", "h1", 90), replicaInfo("p:1", "h1", 100)), b: answer("b:1", 0),
+			wantAskedA: 2,
+		},
+		{
+			name:    "the other is behind, then promoted",
+			primary: scripted("p:1", 1, primaryInfo("h1", 100), primaryInfo("h1", 130, "b:1=120")),
+			a:       scripted("a:1", 0, "", "", replicaInfo("p:1", "h1", 90), primaryInfo("h2", 95)), b: answer("b:1", 0),
+			wantErr: ErrUnconfirmed, wantAskedA: 2,
+		},
+		{
+			name:    "the other stays behind: not promoted when asked, so the write goes on",
+			primary: scripted("p:1", 1, primaryInfo("h1", 100), primaryInfo("h1", 130, "b:1=120")),
+			a:       scripted("a:1", 0, "", "", replicaInfo("p:1", "h1", 90)), b: answer("b:1", 0),
+			wantAskedA: proofAsks,
+		},
+		{
+			name:    "the other refuses the connection: ejected, it cannot be promoted",
+			primary: scripted("p:1", 1, primaryInfo("h1", 100), primaryInfo("h1", 130, "b:1=120")),
+			a:       failAll(errUnsentForTest), b: answer("b:1", 0),
+			wantAskedA: 1,
+		},
+		{
+			name:    "the primary's INFO is refused",
+			primary: scripted("p:1", 1, "-NOPERM this user has no permissions to run the 'info' command", primaryInfo("h1", 130)),
+			a:       answer("a:1", 0), b: answer("b:1", 0),
+			wantErr: ErrUnconfirmed,
+		},
+		{
+			name:    "the primary's history changed during the write",
+			primary: scripted("p:1", 1, primaryInfo("h1", 100), primaryInfo("h2", 130, "a:1=130", "b:1=130")),
+			a:       answer("a:1", 0), b: answer("b:1", 0),
+			wantErr: ErrUnconfirmed,
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a := newFakeNode("a:1", tc.a)
+			c := newFakeCluster(t, [][]*fakeNode{{newFakeNode("p:1", tc.primary), a, newFakeNode("b:1", tc.b)}})
+			w := Write("SET", c.key(0), "v")
+			w.Acks = 1
+			r := c.advanceUntil(t, c.exec(longCtx(t), w), proofAskGap)[0]
+			if tc.wantErr == nil && r.Err != nil || tc.wantErr != nil && !errors.Is(r.Err, tc.wantErr) {
+				t.Fatalf("got %+v, want error %v", r, tc.wantErr)
+			}
+			if got := a.callCount(); got != tc.wantAskedA {
+				t.Errorf("a:1 asked %d times, want %d", got, tc.wantAskedA)
+			}
+		})
+	}
+}
+
+// errUnsentForTest is a dial failure: the connection was refused, so the
+// request never left.
+var errUnsentForTest = fmt.Errorf("dial tcp a:1: %w", syscall.ECONNREFUSED)
+
+// The proof's INFO replication goes right before the WAIT (its offset is
+// at or past the writes') and right after it (each replica's acknowledged
+// offset, after the WAIT made them answer), on the write's connection.
+func TestAWritesProofSurroundsItsWait(t *testing.T) {
+	var wire []string
+	c := newFakeCluster(t, [][]*fakeNode{{
+		newFakeNode("p:1", func(call int, cmds []redis.Cmder) error {
+			for _, c := range cmds {
+				wire = append(wire, fmt.Sprint(c.Args()...))
+			}
+			return answer("p:1", 2)(call, cmds)
+		}),
+		newFakeNode("a:1", answer("a:1", 0)), newFakeNode("b:1", answer("b:1", 0)),
+	}})
+	w := Write("SET", c.key(0), "v")
+	w.Acks = 1
+	if r := c.r.Exec(longCtx(t), []Cmd{w})[0]; r.Err != nil {
+		t.Fatalf("got %+v, want the write done", r)
+	}
+	want := []string{"SET" + c.key(0) + "v", "inforeplication", "wait1 250", "inforeplication"}
+	if strings.Join(wire, "|") != strings.Join(want, "|") {
+		t.Fatalf("sent %q, want %q", wire, want)
+	}
+}
+
+// A replica that answers nothing while its primary did is ejected after
+// AckTimeout, and the write goes on: one replica of two failing must not
+// stop writes (redisstore's TestCreatesGoOnWhenOneOfTwoReplicasFails).
+func TestAWriteGoesOnPastAReplicaThatHangsOnceItIsEjected(t *testing.T) {
+	a := newFakeNode("a:1", answer("a:1", 0))
+	a.hang()
+	c := newFakeCluster(t, [][]*fakeNode{{
+		newFakeNode("p:1", scripted("p:1", 1, primaryInfo("h1", 100), primaryInfo("h1", 130, "b:1=120"))), a, newFakeNode("b:1", answer("b:1", 0)),
+	}}, func(cfg *Config) { cfg.AckTimeout = 20 * time.Millisecond })
+	w := Write("SET", c.key(0), "v")
+	w.Acks = 1
+	r := c.r.Exec(longCtx(t), []Cmd{w})[0]
+	if r.Err != nil {
+		t.Fatalf("got %+v, want the write done", r)
+	}
+	if !c.ejected("a:1") {
+		t.Error("a:1 answered nothing for AckTimeout and was not ejected")
+	}
+}
+
+// A confirmed read is proven the same way: its fence is a write.
+func TestAConfirmedReadOfAPrimaryWhoseReplicaWasForcedOverIsUnconfirmed(t *testing.T) {
+	c := newFakeCluster(t, [][]*fakeNode{{
+		newFakeNode("p:1", scripted("p:1", 1, primaryInfo("h1", 100), primaryInfo("h1", 130, "b:1=120"))),
+		newFakeNode("a:1", scripted("a:1", 0, "", "", primaryInfo("h2", 90))),
+		newFakeNode("b:1", answer("b:1", 0)),
+	}})
+	key := c.key(0)
+	r := c.r.Exec(longCtx(t), []Cmd{{Args: []any{"GET", key}, Key: key, Fresh: true, Acks: 1}})[0]
+	if !errors.Is(r.Err, ErrReadUnconfirmed) || r.Val != nil {
+		t.Fatalf("got %+v, want ErrReadUnconfirmed and no value", r)
+	}
+}
