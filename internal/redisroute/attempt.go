@@ -107,10 +107,21 @@ func (r *Router) send(ctx context.Context, a *attempt, cmds []Cmd) {
 	if cl.nodeFault() {
 		r.nodeFailed(a.node, cl, err)
 	}
-	if pf.before != nil && a.acked >= int64(acks) {
+	if pf.before != nil && a.acked >= int64(acks) && anyAnswered(a.replies) {
 		// After end: the primary answered; the replicas' silence is theirs.
 		a.proofErr = r.holds(ctx, a, pf)
 	}
+}
+
+// anyAnswered reports whether some reply is a result, not an error: a
+// proof of replies that all failed (MOVED, a script error) proves nothing.
+func anyAnswered(replies []redis.Cmder) bool {
+	for _, c := range replies {
+		if classify(c.Err()) == classOK {
+			return true
+		}
+	}
+	return false
 }
 
 // confirmedRead is the position of the first read among idx that asks for

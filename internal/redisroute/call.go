@@ -617,16 +617,16 @@ func (c *call) onDone(a *attempt) {
 				res.Err = fmt.Errorf("%w: %d of %d replicas acknowledged within %s", ErrUnconfirmed, a.acked, need, c.r.cfg.AckTimeout)
 				c.r.markUnacked(a.node)
 			case write && need > 0 && a.proofErr != nil:
-				res.Err = fmt.Errorf("%w: %d replicas acknowledged, but %v", ErrUnconfirmed, a.acked, a.proofErr)
-				c.r.markUnacked(a.node)
+				res.Err = fmt.Errorf("%w: %d replicas acknowledged, but %w", ErrUnconfirmed, a.acked, a.proofErr)
+				c.r.markProofFailed(a)
 			case !write && need > 0 && a.fenceErr != nil:
 				res.Val, res.Err = nil, fmt.Errorf("%w: the fence write failed: %v", ErrReadUnconfirmed, a.fenceErr)
 			case !write && int(a.acked) < need:
 				res.Val, res.Err = nil, fmt.Errorf("%w: %d of %d replicas acknowledged within %s", ErrReadUnconfirmed, a.acked, need, c.r.cfg.AckTimeout)
 				c.r.markUnacked(a.node) // the fence is a write its replicas did not take
 			case !write && need > 0 && a.proofErr != nil:
-				res.Val, res.Err = nil, fmt.Errorf("%w: %d replicas acknowledged the fence, but %v", ErrReadUnconfirmed, a.acked, a.proofErr)
-				c.r.markUnacked(a.node)
+				res.Val, res.Err = nil, fmt.Errorf("%w: %d replicas acknowledged the fence, but %w", ErrReadUnconfirmed, a.acked, a.proofErr)
+				c.r.markProofFailed(a)
 			}
 			if res.Err != nil && !write && c.cmds[i].Acks == 0 && st.pending > 0 {
 				// The router's own confirmation (suspectFallback) failed,

@@ -29,6 +29,9 @@ type metrics struct {
 	// subscriptionsLost counts shard-channel subscriptions ended because
 	// messages may have been missed, by why.
 	subscriptionsLost *prometheus.CounterVec
+	// proof.go: each replica a write's proof looked at, by what it found.
+	proofReplicas                                                        *prometheus.CounterVec
+	proofListed, proofAsked, proofOutOfStep, proofDown, proofUnconfirmed prometheus.Counter
 
 	// The label values of the request path, resolved once: a call counts
 	// every command, and a label lookup per command is a hash of its value.
@@ -102,6 +105,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		commands: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "apollo_redis_commands_total", Help: "Commands by result: ok, error, ambiguous (a write that may have run), unconfirmed (a write not acknowledged by enough replicas).",
 		}, []string{"result"}),
+		proofReplicas: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "apollo_redis_write_proof_replicas_total",
+			Help: "Replicas a write (or a confirmed read's fence) whose WAIT met its count was checked against, by verdict: listed (its primary lists it at or past the write), holds (it says so itself), out_of_step (held behind by the replication check: not waited for), down (did not answer, or refused: a failed node), unconfirmed (answered as a primary, copied another history, or stayed behind the write: the write is not reported done).",
+		}, []string{"verdict"}),
 		subscriptionsLost: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "apollo_redis_subscriptions_lost_total", Help: "Shard-channel subscriptions ended because messages may have been missed: resubscribed (reconnect), moved (slot owner changed), ejected (node), closed.",
 		}, []string{"why"}),
@@ -113,10 +120,13 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	m.cmdAmbiguous, m.cmdUnconfirmed = m.commands.WithLabelValues("ambiguous"), m.commands.WithLabelValues("unconfirmed")
 	m.hedgeSent, m.hedgeWon, m.hedgeDenied = m.hedges.WithLabelValues("sent"), m.hedges.WithLabelValues("won"), m.hedges.WithLabelValues("denied")
 	m.retrySent, m.retryDenied = m.retries.WithLabelValues("sent"), m.retries.WithLabelValues("denied")
+	m.proofListed, m.proofAsked = m.proofReplicas.WithLabelValues("listed"), m.proofReplicas.WithLabelValues("holds")
+	m.proofOutOfStep, m.proofDown = m.proofReplicas.WithLabelValues("out_of_step"), m.proofReplicas.WithLabelValues("down")
+	m.proofUnconfirmed = m.proofReplicas.WithLabelValues("unconfirmed")
 	if reg == nil {
 		return m, nil
 	}
-	for _, c := range []prometheus.Collector{m.latency, m.nodeErrors, m.ejections, m.ejected, m.replicaBehind, m.memoryUsed, m.memoryMax, m.memoryMayEvict, m.evictedKeys, m.cannotPersist, m.clockOffset, m.clusterOffset, m.refreshes, m.refreshDeduped, m.kept, m.hedges, m.retries, m.fallbacks, m.commands, m.subscriptionsLost} {
+	for _, c := range []prometheus.Collector{m.latency, m.nodeErrors, m.ejections, m.ejected, m.replicaBehind, m.memoryUsed, m.memoryMax, m.memoryMayEvict, m.evictedKeys, m.cannotPersist, m.clockOffset, m.clusterOffset, m.refreshes, m.refreshDeduped, m.kept, m.hedges, m.retries, m.fallbacks, m.commands, m.subscriptionsLost, m.proofReplicas} {
 		if err := reg.Register(c); err != nil {
 			return nil, errors.Join(errors.New("register redisroute metrics"), err)
 		}

@@ -18,52 +18,63 @@ import (
 // that replica with whatever it has received, and the old primary goes on
 // taking writes for the 10-45 ms before it learns it was replaced: its
 // other replica, still attached, acknowledges them, WAIT 1 is met, and
-// they vanish when both copy the new primary (197-329 of 3,000-4,000
-// creates answered created across one, redisstore's
+// they vanish when both copy the new primary (349 of 5,159 creates
+// answered created across one in redisstore's
 // TestNoCreateReportedCreatedIsLostInAForcedFailover, before this).
 //
-// So a WAIT that met its count is not yet a proof. Every replica of the
-// shard that the router has not ejected must also be shown to hold the
-// write, or at least not to have been promoted without it:
+// So a WAIT that met its count is not yet a proof. Each replica of the
+// shard must also be shown to hold the write, or to be unable to take over
+// without it:
 //
 //   - INFO replication on the primary, in the write's own pipeline right
 //     after the writes, gives the primary's history (master_replid) and an
 //     offset at or past the write's end; INFO replication again after the
 //     WAIT lists each connected replica's acknowledged offset. A replica
-//     listed at or past that offset holds the write: if it is promoted
-//     later, the write goes with it.
+//     listed online at or past that offset holds the write: promoted later,
+//     it takes the write with it.
 //   - Any other replica is asked itself (INFO replication, through its
-//     request pool, so that a hung one is found by the watchdog). One of
-//     the same history at or past the offset holds the write. One that
-//     answers as a primary may have been promoted without it, and one that
-//     follows another history (it copies another primary) is past a
-//     failover the write may not survive: the write is unconfirmed. One
-//     that answers as this primary's replica but behind it is asked again,
-//     a few times, a millisecond apart (the write may be on its way to it
-//     while it is being promoted); still behind, it was not promoted when
-//     asked, and the write goes on: a replica that lags its primary and is
-//     then forced over loses what it lacked, whatever anyone counts
-//     (README, Known limits).
-//   - A replica that does not answer is unconfirmed, unless the router has
-//     ejected it by then (a crashed replica refuses the connection and is
-//     ejected at once; a hung one is ejected by the watchdog within
-//     StallAfter): a node that is down cannot be promoted, and a write must
-//     go on when one replica of two fails (redisstore's
-//     TestCreatesGoOnWhenOneOfTwoReplicasFails).
+//     request pool, as a request the watchdog sees). One of the primary's
+//     history, its link up, at or past the offset holds the write. One that
+//     answers as a primary may have been promoted without it: the write is
+//     unconfirmed.
+//   - A replica in step (the replication check found it in step) that is
+//     behind the write is waited for, asked again with growing gaps, for up
+//     to AckTimeout: a lag of a few milliseconds is routine under load, and
+//     a replica forced over in that moment loses what it had not applied.
+//     One still behind then, or in step yet copying another history (past a
+//     failover), makes the write unconfirmed. This is WAIT for every replica
+//     in step, with each one named.
+//   - A replica out of step (the check holds it behind: its link is down,
+//     it lags, or it was not checked since it rejoined) is not waited for:
+//     only an answer as a primary counts against the write. Waiting for it
+//     would fail the shard's writes for as long as one replica lags, and
+//     one node must not do that. A replica the check holds behind that is
+//     then forced over loses what it lacked (README, Known limits); Redis's
+//     own CLUSTER FAILOVER, without FORCE, waits for it to catch up.
+//   - A replica that does not answer within StallAfter, or refuses the
+//     connection, our credentials or the command, cannot be told; it is a
+//     failed node (ejected, as a request that failed would make it) and
+//     the write goes on: a write must go on when one replica of two fails
+//     (redisstore's TestCreatesGoOnWhenOneOfTwoReplicasFails). A replica
+//     the router ejected earlier is asked too once it answers its probes
+//     again: ejection is about serving reads, and a node that recovered
+//     from a stall can be forced over before it is re-admitted.
 //
-// What this does not cover: an ejected replica that is alive, reachable by
-// the cluster but not by this router, and forced over (two faults at once);
-// a replica the router's slot map does not list yet.
+// What this does not cover: a replica alive to the cluster but unreachable
+// from this router, forced over; a replica the router's slot map does not
+// list yet; one the check holds behind, forced over.
 
-// proofAsks is how many times a replica of the primary that is behind the
-// write's offset is asked before it is let go as "not promoted".
-const proofAsks = 3
+// proofGapMax bounds the growing gap between two asks of a replica in step
+// that is behind the write (from 1 ms, doubling).
+const proofGapMax = 16 * time.Millisecond
 
-// proofAskGap is the wait between two asks of a replica behind.
-const proofAskGap = time.Millisecond
-
-// errNotHeld is why a write whose WAIT met its count is unconfirmed anyway.
-var errNotHeld = errors.New("a replica may have been promoted without the write")
+// errNotHeld: a replica may have been promoted, or may be promoted,
+// without the write. errProofBlind: the primary's INFO replication, which
+// the proof rests on, failed (an ACL that denies INFO, for one).
+var (
+	errNotHeld    = errors.New("a replica may take over without the write")
+	errProofBlind = errors.New("the write's replication could not be read on its primary")
+)
 
 // proof is the two INFO replication replies sent around an attempt's WAIT.
 type proof struct {
@@ -79,12 +90,11 @@ func newProof(ctx context.Context) proof {
 	}
 }
 
-// holds checks that every replica of a's shard that the router has not
-// ejected holds what a wrote, or answers as a replica of a's node (see the
+// holds checks every replica of a's shard against what a wrote (see the
 // comment at the top of this file). nil: the write stands.
 func (r *Router) holds(ctx context.Context, a *attempt, p proof) error {
 	if err := errors.Join(p.before.Err(), p.after.Err()); err != nil {
-		return fmt.Errorf("%w: INFO replication on the primary failed: %v", errNotHeld, err)
+		return fmt.Errorf("%w: INFO replication on %s failed: %w", errProofBlind, a.node.addr, err)
 	}
 	before, after := parseReplication(p.before.Val()), parseReplication(p.after.Val())
 	switch {
@@ -99,14 +109,21 @@ func (r *Router) holds(ctx context.Context, a *attempt, p proof) error {
 	}
 	var ask []*node
 	for _, x := range s.nodes() {
-		if x == a.node || !x.healthy() || listedAt(after.replicas, x.addr, before.offset) {
-			continue
+		switch {
+		case x == a.node:
+		case listedAt(after.replicas, x.addr, before.offset):
+			r.m.proofListed.Inc()
+		case !x.healthy() && !r.answersProbes(x):
+			r.m.proofDown.Inc() // down since it was ejected: nothing to ask
+		default:
+			ask = append(ask, x)
 		}
-		ask = append(ask, x)
 	}
 	if len(ask) == 0 {
 		return nil
 	}
+	ctx, cancel := context.WithTimeout(ctx, r.cfg.AckTimeout)
+	defer cancel()
 	errs := make([]error, len(ask))
 	var wg sync.WaitGroup
 	for i, x := range ask[1:] {
@@ -117,50 +134,68 @@ func (r *Router) holds(ctx context.Context, a *attempt, p proof) error {
 	return errors.Join(errs...)
 }
 
-// listedAt reports whether a primary's list has a replica at addr that
-// acknowledged offset or more.
+// markProofFailed marks a's node as markUnacked does when its proof found
+// a replica that may take over without what it wrote: its reads are
+// confirmed for a while, as a primary about to be replaced. Not when the
+// proof could not be read at all (errProofBlind): that says nothing of
+// the primary's data, and would fail its reads as well as its writes.
+func (r *Router) markProofFailed(a *attempt) {
+	if errors.Is(a.proofErr, errNotHeld) {
+		r.markUnacked(a.node)
+	}
+}
+
+// listedAt reports whether a primary's list has a replica at addr, online,
+// that acknowledged offset or more.
 func listedAt(list []listedReplica, addr string, offset int64) bool {
 	for _, l := range list {
-		if exactEndpoint(l.addr, addr) && l.offset >= offset {
+		if exactEndpoint(l.addr, addr) && l.state == "online" && l.offset >= offset {
 			return true
 		}
 	}
 	return false
 }
 
-// replicaHolds asks x, a replica of the primary whose INFO replication
-// (taken right after a write) is primary, whether it holds the write or
-// at least is still that primary's replica, within AckTimeout.
-func (r *Router) replicaHolds(parent context.Context, x *node, primary replication, primaryAddr string) error {
-	ctx, cancel := context.WithTimeout(parent, r.cfg.AckTimeout)
-	defer cancel()
-	for ask := 1; ; ask++ {
+// answersProbes reports an ejected node whose last probe was answered.
+func (r *Router) answersProbes(x *node) bool {
+	r.ejectMu.Lock()
+	defer r.ejectMu.Unlock()
+	return x.probeOK > 0
+}
+
+// replicaHolds asks x, a replica of the primary at primaryAddr whose INFO
+// replication, taken right after a write, is primary, whether it holds the
+// write or cannot take over without it, until ctx ends.
+func (r *Router) replicaHolds(ctx context.Context, x *node, primary replication, primaryAddr string) error {
+	inStep := x.healthy() && !x.behind.Load()
+	gap := time.Millisecond
+	for asked := 0; ; asked++ {
 		own, err := r.askReplicaInfo(ctx, x)
-		if err != nil {
-			if errors.Is(ctx.Err(), context.DeadlineExceeded) && parent.Err() == nil {
-				// Silent for AckTimeout while its primary answered: a
-				// failed node, as a request that timed out would make it.
-				// The watchdog may not have seen it: it blames no node
-				// while no other answers either (a lone write).
-				r.nodeFailed(x, classUnanswered, err)
-			}
-			if !x.healthy() {
-				return nil // down (ejected): it cannot be promoted
-			}
-			return fmt.Errorf("%w: replica %s did not answer: %v", errNotHeld, x.addr, err)
+		switch {
+		case err != nil && asked > 0 && ctx.Err() != nil:
+			r.m.proofUnconfirmed.Inc()
+			return fmt.Errorf("%w: replica %s stayed behind the write for %s", errNotHeld, x.addr, r.cfg.AckTimeout)
+		case err != nil:
+			r.m.proofDown.Inc()
+			return nil // it cannot be told, nor take over now: a failed node
 		}
-		switch v := replicaVerdict(own, primary, primaryAddr); {
+		v := replicaVerdict(own, primary, primaryAddr)
+		switch {
 		case v == replicaHolds:
+			r.m.proofAsked.Inc()
 			return nil
-		case v == replicaBehind && (ask >= proofAsks || x.fellBehind()):
-			return nil // a replica of this primary, not promoted when asked
-		case v == replicaBehind:
-			if err := r.sleep(ctx, proofAskGap); err != nil {
-				return fmt.Errorf("%w: replica %s behind the write: %v", errNotHeld, x.addr, err)
-			}
-		default:
+		case v == replicaPromoted, inStep && v == replicaElsewhere:
+			r.m.proofUnconfirmed.Inc()
 			return fmt.Errorf("%w: replica %s %s", errNotHeld, x.addr, v)
+		case !inStep:
+			r.m.proofOutOfStep.Inc()
+			return nil // held behind by the check: not waited for
 		}
+		if err := r.sleep(ctx, gap); err != nil {
+			r.m.proofUnconfirmed.Inc()
+			return fmt.Errorf("%w: replica %s stayed behind the write for %s", errNotHeld, x.addr, r.cfg.AckTimeout)
+		}
+		gap = min(2*gap, proofGapMax)
 	}
 }
 
@@ -169,20 +204,20 @@ const (
 	replicaHolds     = "holds the write"
 	replicaBehind    = "is behind the write"
 	replicaPromoted  = "answers as a primary"
-	replicaElsewhere = "follows another primary's history"
+	replicaElsewhere = "copies another primary's history"
 )
 
 // replicaVerdict reads a replica's INFO replication against its primary's
-// (at primaryAddr), taken right after a write. A replica that copies the
-// primary's history at or past its offset holds the write. One that is
-// behind it, or syncing from that primary afresh (after a failover, or a
-// restart past the backlog: its history is still the old one until the
-// copy is loaded), is behind.
+// (at primaryAddr), taken right after a write. A replica whose link is up
+// and that copies the primary's history at or past its offset holds the
+// write. One that is behind it, its link down, or syncing from that
+// primary afresh (after a failover, or a restart past the backlog: its
+// history is still the old one until the copy is loaded), is behind.
 func replicaVerdict(own, primary replication, primaryAddr string) string {
 	switch {
 	case own.primary:
 		return replicaPromoted
-	case own.replid == primary.replid && own.offset >= primary.offset:
+	case own.replid == primary.replid && own.offset >= primary.offset && !own.linkDown:
 		return replicaHolds
 	case own.replid == primary.replid, exactEndpoint(own.master, primaryAddr):
 		return replicaBehind
@@ -210,17 +245,24 @@ func exactEndpoint(a, b string) bool {
 }
 
 // askReplicaInfo sends INFO replication to x through its request pool, as
-// a request: a replica that hangs is found by the watchdog.
+// a request the watchdog sees, bounded by StallAfter: a node silent that
+// long is a failed node, as the watchdog would find it (which it does not
+// while no other node answers either: a lone write).
 func (r *Router) askReplicaInfo(ctx context.Context, x *node) (replication, error) {
-	info := redis.NewStringCmd(ctx, "info", "replication")
+	askCtx, cancel := context.WithTimeout(ctx, r.cfg.StallAfter)
+	defer cancel()
+	info := redis.NewStringCmd(askCtx, "info", "replication")
 	start := r.clock.Now()
 	x.begin(start)
-	err := execStamped(ctx, x.pipe, []redis.Cmder{info})
+	err := execStamped(askCtx, x.pipe, []redis.Cmder{info})
 	if err == nil {
 		err = info.Err()
 	}
 	end := r.clock.Now()
 	cl := classify(err)
+	if cl == classCanceled && ctx.Err() == nil {
+		cl = classUnanswered // its own StallAfter ran out, not the proof's time
+	}
 	x.end(end, end.Sub(start), !cl.nodeFault() && cl != classCanceled)
 	if cl.nodeFault() {
 		r.nodeFailed(x, cl, err)

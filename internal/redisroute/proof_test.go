@@ -60,6 +60,7 @@ func TestReplicaVerdict(t *testing.T) {
 		{name: "syncing afresh from this primary (old history until loaded)", own: replicaInfo("p:1", "h0", 5000), want: replicaBehind},
 		{name: "promoted (forced over): the old primary's writes are not its", own: primaryInfo("h2", 1000), want: replicaPromoted},
 		{name: "promoted, even at the same history and offset", own: primaryInfo("h1", 1000), want: replicaPromoted},
+		{name: "its link down, though at the offset", own: strings.Replace(replicaInfo("p:1", "h1", 1000), "link_status:up", "link_status:down", 1), want: replicaBehind},
 		{name: "copying another primary's history (past a failover)", own: replicaInfo("a:1", "h2", 5000), want: replicaElsewhere},
 		{name: "copying another primary on another loopback address", own: replicaInfo("127.0.0.2:1", "h2", 5000), want: replicaElsewhere, at: "127.0.0.1:1"},
 	} {
@@ -128,15 +129,19 @@ func scripted(addr string, acks int64, primary, after string, replica ...string)
 }
 
 // A write whose WAIT met its count is done only once every replica of its
-// shard is shown to hold it, or to be its primary's replica still: the
-// shapes of a forced failover, each scripted.
-func TestAWriteIsDoneOnlyOnceEveryReplicaHoldsItOrIsStillAReplica(t *testing.T) {
+// shard is shown to hold it, or to be unable to take over without it: the
+// shapes of a forced failover, each scripted. The primary's first INFO is
+// at offset 100 (history h1); b:1 is listed past it unless said otherwise.
+func TestAWriteIsDoneOnlyOnceEveryReplicaHoldsItOrCannotTakeOver(t *testing.T) {
+	listsB := primaryInfo("h1", 130, "b:1=120")
 	for _, tc := range []struct {
 		name       string
 		primary    func(int, []redis.Cmder) error
 		a, b       func(int, []redis.Cmder) error
+		aBehind    bool // the replication check holds a:1 behind
 		wantErr    error
-		wantAskedA int // how many times a:1 was asked
+		wantAskedA int // how many times a:1 was asked; -1: at least twice
+		wantAskedB int
 	}{
 		{
 			name:    "the primary lists both replicas at the write's offset: nothing more is asked",
@@ -151,39 +156,77 @@ func TestAWriteIsDoneOnlyOnceEveryReplicaHoldsItOrIsStillAReplica(t *testing.T) 
 		},
 		{
 			name:    "the other was forced over: it answers as a primary",
-			primary: scripted("p:1", 1, primaryInfo("h1", 100), primaryInfo("h1", 130, "b:1=120")),
+			primary: scripted("p:1", 1, primaryInfo("h1", 100), listsB),
 			a:       scripted("a:1", 0, "", "", primaryInfo("h2", 95)), b: answer("b:1", 0),
 			wantErr: ErrUnconfirmed, wantAskedA: 1,
 		},
 		{
 			name:    "the other copies another primary already",
-			primary: scripted("p:1", 1, primaryInfo("h1", 100), primaryInfo("h1", 130, "b:1=120")),
+			primary: scripted("p:1", 1, primaryInfo("h1", 100), listsB),
 			a:       scripted("a:1", 0, "", "", replicaInfo("b:1", "h2", 400)), b: answer("b:1", 0),
 			wantErr: ErrUnconfirmed, wantAskedA: 1,
 		},
 		{
 			name:    "the other is behind, then has it: asked again",
-			primary: scripted("p:1", 1, primaryInfo("h1", 100), primaryInfo("h1", 130, "b:1=120")),
+			primary: scripted("p:1", 1, primaryInfo("h1", 100), listsB),
 			a:       scripted("a:1", 0, "", "", replicaInfo("p:1", "h1", 90), replicaInfo("p:1", "h1", 100)), b: answer("b:1", 0),
 			wantAskedA: 2,
 		},
 		{
 			name:    "the other is behind, then promoted",
-			primary: scripted("p:1", 1, primaryInfo("h1", 100), primaryInfo("h1", 130, "b:1=120")),
+			primary: scripted("p:1", 1, primaryInfo("h1", 100), listsB),
 			a:       scripted("a:1", 0, "", "", replicaInfo("p:1", "h1", 90), primaryInfo("h2", 95)), b: answer("b:1", 0),
 			wantErr: ErrUnconfirmed, wantAskedA: 2,
 		},
 		{
-			name:    "the other stays behind: not promoted when asked, so the write goes on",
-			primary: scripted("p:1", 1, primaryInfo("h1", 100), primaryInfo("h1", 130, "b:1=120")),
+			name:    "the other, in step, stays behind for AckTimeout: unconfirmed",
+			primary: scripted("p:1", 1, primaryInfo("h1", 100), listsB),
 			a:       scripted("a:1", 0, "", "", replicaInfo("p:1", "h1", 90)), b: answer("b:1", 0),
-			wantAskedA: proofAsks,
+			wantErr: ErrUnconfirmed, wantAskedA: -1,
 		},
 		{
-			name:    "the other refuses the connection: ejected, it cannot be promoted",
-			primary: scripted("p:1", 1, primaryInfo("h1", 100), primaryInfo("h1", 130, "b:1=120")),
+			name:    "the other, held behind by the check, is behind: not waited for",
+			primary: scripted("p:1", 1, primaryInfo("h1", 100), listsB),
+			a:       scripted("a:1", 0, "", "", replicaInfo("p:1", "h1", 90)), b: answer("b:1", 0),
+			aBehind: true, wantAskedA: 1,
+		},
+		{
+			name:    "the other, held behind by the check, copies another history (syncing): not waited for",
+			primary: scripted("p:1", 1, primaryInfo("h1", 100), listsB),
+			a:       scripted("a:1", 0, "", "", replicaInfo("p-alias:1", "h0", 5000)), b: answer("b:1", 0),
+			aBehind: true, wantAskedA: 1,
+		},
+		{
+			name:    "the other, held behind by the check, answers as a primary",
+			primary: scripted("p:1", 1, primaryInfo("h1", 100), listsB),
+			a:       scripted("a:1", 0, "", "", primaryInfo("h2", 95)), b: answer("b:1", 0),
+			aBehind: true, wantErr: ErrUnconfirmed, wantAskedA: 1,
+		},
+		{
+			name:    "the other refuses the connection: a failed node, it cannot take over now",
+			primary: scripted("p:1", 1, primaryInfo("h1", 100), listsB),
 			a:       failAll(errUnsentForTest), b: answer("b:1", 0),
 			wantAskedA: 1,
+		},
+		{
+			name:    "the other refuses the command (NOPERM): it cannot be told",
+			primary: scripted("p:1", 1, primaryInfo("h1", 100), listsB),
+			a:       scripted("a:1", 0, "", "", "-NOPERM this user has no permissions to run the 'info' command"), b: answer("b:1", 0),
+			wantAskedA: 1,
+		},
+		{
+			name:    "neither is listed: both are asked, and one of them was forced over",
+			primary: scripted("p:1", 1, primaryInfo("h1", 100), primaryInfo("h1", 130)),
+			a:       scripted("a:1", 0, "", "", replicaInfo("p:1", "h1", 100)),
+			b:       scripted("b:1", 0, "", "", primaryInfo("h2", 95)),
+			wantErr: ErrUnconfirmed, wantAskedA: 1, wantAskedB: 1,
+		},
+		{
+			name:       "neither is listed: both are asked, and both hold it",
+			primary:    scripted("p:1", 1, primaryInfo("h1", 100), primaryInfo("h1", 130)),
+			a:          scripted("a:1", 0, "", "", replicaInfo("p:1", "h1", 100)),
+			b:          scripted("b:1", 0, "", "", replicaInfo("p:1", "h1", 130)),
+			wantAskedA: 1, wantAskedB: 1,
 		},
 		{
 			name:    "the primary's INFO is refused",
@@ -199,24 +242,82 @@ func TestAWriteIsDoneOnlyOnceEveryReplicaHoldsItOrIsStillAReplica(t *testing.T) 
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			a := newFakeNode("a:1", tc.a)
-			c := newFakeCluster(t, [][]*fakeNode{{newFakeNode("p:1", tc.primary), a, newFakeNode("b:1", tc.b)}})
+			a, b := newFakeNode("a:1", tc.a), newFakeNode("b:1", tc.b)
+			c := newFakeCluster(t, [][]*fakeNode{{newFakeNode("p:1", tc.primary), a, b}})
+			if tc.aBehind {
+				c.r.setBehind(c.nodes["a:1"], verdict{known: true, behind: true, reason: behindLinkDown})
+			}
 			w := Write("SET", c.key(0), "v")
 			w.Acks = 1
-			r := c.advanceUntil(t, c.exec(longCtx(t), w), proofAskGap)[0]
+			r := c.advanceUntil(t, c.exec(longCtx(t), w), time.Millisecond)[0]
 			if tc.wantErr == nil && r.Err != nil || tc.wantErr != nil && !errors.Is(r.Err, tc.wantErr) {
 				t.Fatalf("got %+v, want error %v", r, tc.wantErr)
 			}
-			if got := a.callCount(); got != tc.wantAskedA {
+			if got := a.callCount(); tc.wantAskedA >= 0 && got != tc.wantAskedA || tc.wantAskedA < 0 && got < 2 {
 				t.Errorf("a:1 asked %d times, want %d", got, tc.wantAskedA)
+			}
+			if got := b.callCount(); got != tc.wantAskedB {
+				t.Errorf("b:1 asked %d times, want %d", got, tc.wantAskedB)
 			}
 		})
 	}
 }
 
-// errUnsentForTest is a dial failure: the connection was refused, so the
-// request never left.
-var errUnsentForTest = fmt.Errorf("dial tcp a:1: %w", syscall.ECONNREFUSED)
+// Ejection is about serving reads: a replica ejected after a stall that
+// answers its probes again can be forced over before it is re-admitted,
+// so it is asked too. One whose probes fail is down, and not asked.
+func TestAnEjectedReplicaIsAskedOnceItAnswersItsProbes(t *testing.T) {
+	for _, answering := range []bool{false, true} {
+		t.Run(fmt.Sprintf("answering its probes: %v", answering), func(t *testing.T) {
+			a := newFakeNode("a:1", scripted("a:1", 0, "", "", primaryInfo("h2", 95)))
+			c := newFakeCluster(t, [][]*fakeNode{{
+				newFakeNode("p:1", scripted("p:1", 1, primaryInfo("h1", 100), primaryInfo("h1", 130, "b:1=120"))), a, newFakeNode("b:1", answer("b:1", 0)),
+			}})
+			c.r.eject(c.nodes["a:1"], ejectStalled)
+			if answering {
+				c.r.probeResult(c.nodes["a:1"], true)
+			}
+			w := Write("SET", c.key(0), "v")
+			w.Acks = 1
+			r := c.r.Exec(longCtx(t), []Cmd{w})[0]
+			if answering && !errors.Is(r.Err, ErrUnconfirmed) || !answering && r.Err != nil {
+				t.Fatalf("got %+v; a:1, ejected and answering its probes: %v, answers as a primary", r, answering)
+			}
+		})
+	}
+}
+
+// A proof that could not be read (the primary's INFO refused) fails the
+// write, but says nothing of the primary's data: its reads are not made
+// confirmed reads, as they are when a replica answers as a primary.
+func TestOnlyAProofThatFoundAPromotionMarksThePrimary(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		primary  string
+		replica  string
+		wantMark bool
+	}{
+		{"the primary's INFO refused", "-NOPERM no permissions", primaryInfo("h1", 100), false},
+		{"a replica answers as a primary", primaryInfo("h1", 100), primaryInfo("h2", 95), true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := newFakeCluster(t, [][]*fakeNode{{
+				newFakeNode("p:1", scripted("p:1", 1, tc.primary, primaryInfo("h1", 130))),
+				newFakeNode("a:1", scripted("a:1", 0, "", "", tc.replica)),
+				newFakeNode("b:1", scripted("b:1", 0, "", "", replicaInfo("p:1", "h1", 130))),
+			}})
+			w := Write("SET", c.key(0), "v")
+			w.Acks = 1
+			if r := c.r.Exec(longCtx(t), []Cmd{w})[0]; !errors.Is(r.Err, ErrUnconfirmed) {
+				t.Fatalf("got %+v, want ErrUnconfirmed", r)
+			}
+			marked := c.clock.Now().UnixNano() < c.nodes["p:1"].unackedUntil.Load()
+			if marked != tc.wantMark {
+				t.Errorf("primary marked unacknowledged: %v, want %v", marked, tc.wantMark)
+			}
+		})
+	}
+}
 
 // The proof's INFO replication goes right before the WAIT (its offset is
 // at or past the writes') and right after it (each replica's acknowledged
@@ -244,14 +345,14 @@ func TestAWritesProofSurroundsItsWait(t *testing.T) {
 }
 
 // A replica that answers nothing while its primary did is ejected after
-// AckTimeout, and the write goes on: one replica of two failing must not
+// StallAfter, and the write goes on: one replica of two failing must not
 // stop writes (redisstore's TestCreatesGoOnWhenOneOfTwoReplicasFails).
 func TestAWriteGoesOnPastAReplicaThatHangsOnceItIsEjected(t *testing.T) {
 	a := newFakeNode("a:1", answer("a:1", 0))
 	a.hang()
 	c := newFakeCluster(t, [][]*fakeNode{{
 		newFakeNode("p:1", scripted("p:1", 1, primaryInfo("h1", 100), primaryInfo("h1", 130, "b:1=120"))), a, newFakeNode("b:1", answer("b:1", 0)),
-	}}, func(cfg *Config) { cfg.AckTimeout = 20 * time.Millisecond })
+	}}, func(cfg *Config) { cfg.StallAfter = 20 * time.Millisecond })
 	w := Write("SET", c.key(0), "v")
 	w.Acks = 1
 	r := c.r.Exec(longCtx(t), []Cmd{w})[0]
@@ -259,7 +360,7 @@ func TestAWriteGoesOnPastAReplicaThatHangsOnceItIsEjected(t *testing.T) {
 		t.Fatalf("got %+v, want the write done", r)
 	}
 	if !c.ejected("a:1") {
-		t.Error("a:1 answered nothing for AckTimeout and was not ejected")
+		t.Error("a:1 answered nothing for StallAfter and was not ejected")
 	}
 }
 
@@ -276,3 +377,7 @@ func TestAConfirmedReadOfAPrimaryWhoseReplicaWasForcedOverIsUnconfirmed(t *testi
 		t.Fatalf("got %+v, want ErrReadUnconfirmed and no value", r)
 	}
 }
+
+// errUnsentForTest is a dial failure: the connection was refused, so the
+// request never left.
+var errUnsentForTest = fmt.Errorf("dial tcp a:1: %w", syscall.ECONNREFUSED)
