@@ -39,10 +39,9 @@ promoted), primary-hang, primary-full (a primary at its maxmemory refuses
 writes, OOM), primary-disk (a primary whose snapshot failed, as on a full
 disk, refuses writes, MISCONF), switchover (CLUSTER FAILOVER on a replica while its primary
 is up, as an upgrade does), forced-switchover (CLUSTER FAILOVER FORCE: the
-replica takes over without its primary's agreement; it drops writes that not
-every replica acknowledged, so with --booking-acks below the shard's replicas
-bookings answered 201 and reservations can be lost: check it with
---serve-flag=--booking-acks=2), handshake (one node refuses Apollo's password),
+replica takes over without its primary's agreement and drops every write it
+had not received; Apollo's write proof keeps a write from being reported done
+until every replica in step holds it), handshake (one node refuses Apollo's password),
 busy-script (one node runs a script that never ends and answers BUSY to everything),
 instance-kill (SIGKILL of one apollo instance, restarted), instance-pause
 (SIGSTOP of one apollo instance for the fault's length, then SIGCONT: it

@@ -109,7 +109,7 @@ func (r *Router) send(ctx context.Context, a *attempt, cmds []Cmd) {
 	}
 	if pf.before != nil && a.acked >= int64(acks) && anyAnswered(a.replies) {
 		// After end: the primary answered; the replicas' silence is theirs.
-		a.proofErr = r.holds(ctx, a, pf)
+		a.proofErr = r.holds(a, pf)
 	}
 }
 

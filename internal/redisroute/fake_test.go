@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net"
+	"os"
 	"sync"
 	"testing"
 	"time"
@@ -109,11 +111,13 @@ func (f *fakeNode) Exec(ctx context.Context, cmds []redis.Cmder) error {
 		case <-gate:
 		case <-ctx.Done():
 			// As go-redis with ContextTimeoutEnabled: the caller's
-			// deadline ends the wait on the wire.
+			// deadline is the socket's, and a read past it fails with a
+			// net timeout, not the context's error.
+			err := &net.OpError{Op: "read", Net: "tcp", Err: os.ErrDeadlineExceeded}
 			for _, c := range cmds {
-				c.SetErr(ctx.Err())
+				c.SetErr(err)
 			}
-			return ctx.Err()
+			return err
 		}
 	}
 	return f.respond(call, cmds)
@@ -225,7 +229,7 @@ func newFakeCluster(t *testing.T, shards [][]*fakeNode, edit ...func(*Config)) *
 	for _, fs := range shards {
 		s := &shard{}
 		for k, f := range fs {
-			n := &node{addr: f.addr, pipe: f, reads: coalescer{after: cfg.CoalesceAfter}, m: m.forNode(f.addr)}
+			n := &node{addr: f.addr, pipe: f, askPipe: f, reads: coalescer{after: cfg.CoalesceAfter}, m: m.forNode(f.addr)}
 			n.ewmaNanos.Store(int64(time.Millisecond))
 			n.listedAt.Store(clk.Now().UnixNano()) // as the CLUSTER SLOTS answer this topology stands for
 			r.nodes[f.addr] = n

@@ -17,6 +17,11 @@ type node struct {
 	pipe   pipeliner     // the request path; client, except in tests
 	reads  coalescer     // plain reads to pipe, merged when it is busy
 	probe  *redis.Client // separate, tiny pool: probes never queue behind stuck requests
+	// asks is a write proof's path to a replica (proof.go): a small pool of
+	// its own, without the request pool's hold on a replica held out of
+	// reads (restart.go), which must be asked all the same.
+	asks    *redis.Client
+	askPipe pipeliner // asks, except in tests
 
 	ejected      atomic.Bool
 	behind       atomic.Bool  // a replica serving stale data; see replication.go
@@ -31,6 +36,10 @@ type node struct {
 	// fewer replica acknowledgements than it asked for; until then its
 	// reads are confirmed (see suspectFallback).
 	unackedUntil atomic.Int64
+	// lagsWritesUntil (unix nanos): as a replica, it stayed behind a write
+	// for the whole ack timeout while in step; until then write proofs do
+	// not wait for it (see proof.go).
+	lagsWritesUntil atomic.Int64
 
 	fallback *rate.Limiter // reads falling back to this node while it is a primary
 	probeOK  int           // consecutive successful probes; under the router's ejectMu
@@ -88,6 +97,10 @@ func newNode(addr string, cfg Config, m *metrics, connected func(*node, string) 
 	n.client = redis.NewClient(opt)
 	n.pipe = goRedisPipeliner{n.client}
 	n.probe = redis.NewClient(&probeOpt)
+	askOpt := probeOpt
+	askOpt.PoolSize = cfg.PoolSize // dialled as needed: a wait for one is not the node's silence
+	n.asks = redis.NewClient(&askOpt)
+	n.askPipe = goRedisPipeliner{n.asks}
 	if cfg.PrimaryFallbackRate > 0 {
 		n.fallback = rate.NewLimiter(rate.Limit(cfg.PrimaryFallbackRate), max(cfg.PrimaryFallbackRate/10, 1))
 	}
@@ -98,6 +111,7 @@ func newNode(addr string, cfg Config, m *metrics, connected func(*node, string) 
 func (n *node) close() {
 	n.client.Close()
 	n.probe.Close()
+	n.asks.Close()
 }
 
 // begin marks a request in flight.

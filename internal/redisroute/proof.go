@@ -92,7 +92,7 @@ func newProof(ctx context.Context) proof {
 
 // holds checks every replica of a's shard against what a wrote (see the
 // comment at the top of this file). nil: the write stands.
-func (r *Router) holds(ctx context.Context, a *attempt, p proof) error {
+func (r *Router) holds(a *attempt, p proof) error {
 	if err := errors.Join(p.before.Err(), p.after.Err()); err != nil {
 		return fmt.Errorf("%w: INFO replication on %s failed: %w", errProofBlind, a.node.addr, err)
 	}
@@ -107,11 +107,12 @@ func (r *Router) holds(ctx context.Context, a *attempt, p proof) error {
 	if s == nil {
 		return fmt.Errorf("%w: %s is not in the slot map, so its replicas are unknown", errNotHeld, a.node.addr)
 	}
+	list := after.replicas
 	var ask []*node
 	for _, x := range s.nodes() {
 		switch {
 		case x == a.node:
-		case listedAt(after.replicas, x.addr, before.offset):
+		case listedAt(list, x.addr, before.offset):
 			r.m.proofListed.Inc()
 		case !x.healthy() && !r.answersProbes(x):
 			r.m.proofDown.Inc() // down since it was ejected: nothing to ask
@@ -122,14 +123,13 @@ func (r *Router) holds(ctx context.Context, a *attempt, p proof) error {
 	if len(ask) == 0 {
 		return nil
 	}
-	ctx, cancel := context.WithTimeout(ctx, r.cfg.AckTimeout)
-	defer cancel()
+	until := r.clock.Now().Add(r.cfg.AckTimeout)
 	errs := make([]error, len(ask))
 	var wg sync.WaitGroup
 	for i, x := range ask[1:] {
-		wg.Go(func() { errs[i+1] = r.replicaHolds(ctx, x, before, a.node.addr) })
+		wg.Go(func() { errs[i+1] = r.replicaHolds(x, before, a.node.addr, until) })
 	}
-	errs[0] = r.replicaHolds(ctx, ask[0], before, a.node.addr)
+	errs[0] = r.replicaHolds(ask[0], before, a.node.addr, until)
 	wg.Wait()
 	return errors.Join(errs...)
 }
@@ -146,14 +146,24 @@ func (r *Router) markProofFailed(a *attempt) {
 }
 
 // listedAt reports whether a primary's list has a replica at addr, online,
-// that acknowledged offset or more.
+// that acknowledged offset or more. An address listed twice (replicas
+// behind one NAT address, a proxy) proves nothing: one replica's
+// acknowledgement could be taken for another's, so each is asked.
 func listedAt(list []listedReplica, addr string, offset int64) bool {
+	found := false
 	for _, l := range list {
-		if exactEndpoint(l.addr, addr) && l.state == "online" && l.offset >= offset {
-			return true
+		if !exactEndpoint(l.addr, addr) {
+			continue
+		}
+		if found {
+			return false
+		}
+		found = l.state == "online" && l.offset >= offset
+		if !found {
+			return false
 		}
 	}
-	return false
+	return found
 }
 
 // answersProbes reports an ejected node whose last probe was answered.
@@ -165,35 +175,58 @@ func (r *Router) answersProbes(x *node) bool {
 
 // replicaHolds asks x, a replica of the primary at primaryAddr whose INFO
 // replication, taken right after a write, is primary, whether it holds the
-// write or cannot take over without it, until ctx ends.
-func (r *Router) replicaHolds(ctx context.Context, x *node, primary replication, primaryAddr string) error {
-	inStep := x.healthy() && !x.behind.Load()
+// write or cannot take over without it; a replica in step that is behind
+// is asked again until it holds the write or until is near.
+//
+// A replica counts as in step unless the replication check holds it behind
+// (ejection is about serving reads, and a replica ejected while in step is
+// still in step), and unless it lately stayed behind a write for the whole
+// ack timeout: then, until the lag check would have seen it (unackedHold),
+// it is not waited for, so that a replica slower than the ack timeout but
+// acknowledging each second, which the check's lag by seconds does not
+// hold behind, fails one write, not every write of its shard.
+func (r *Router) replicaHolds(x *node, primary replication, primaryAddr string, until time.Time) error {
+	inStep := !x.behind.Load() && r.clock.Now().UnixNano() >= x.lagsWritesUntil.Load()
 	gap := time.Millisecond
-	for asked := 0; ; asked++ {
-		own, err := r.askReplicaInfo(ctx, x)
-		switch {
-		case err != nil && asked > 0 && ctx.Err() != nil:
+	for {
+		own, err := r.askReplicaInfo(x)
+		if err != nil {
+			cl := classify(err)
+			if cl == classUnanswered || cl == classUnsent || !inStep {
+				// Silent for StallAfter, or no connection at all: a failed
+				// node (ejected), which cannot take over now. Out of step,
+				// only an answer as a primary would have counted.
+				r.m.proofDown.Inc()
+				return nil
+			}
 			r.m.proofUnconfirmed.Inc()
-			return fmt.Errorf("%w: replica %s stayed behind the write for %s", errNotHeld, x.addr, r.cfg.AckTimeout)
-		case err != nil:
-			r.m.proofDown.Inc()
-			return nil // it cannot be told, nor take over now: a failed node
+			return fmt.Errorf("%w: replica %s could not be asked: %w", errNotHeld, x.addr, err)
 		}
 		v := replicaVerdict(own, primary, primaryAddr)
 		switch {
 		case v == replicaHolds:
 			r.m.proofAsked.Inc()
 			return nil
-		case v == replicaPromoted, inStep && v == replicaElsewhere:
+		case v == replicaPromoted:
 			r.m.proofUnconfirmed.Inc()
 			return fmt.Errorf("%w: replica %s %s", errNotHeld, x.addr, v)
-		case !inStep:
+		case !inStep, v == replicaLinkDown:
+			// Its own link down, it receives nothing: waiting is in vain, and
+			// the check will hold it behind at its next round.
 			r.m.proofOutOfStep.Inc()
-			return nil // held behind by the check: not waited for
+			return nil
 		}
-		if err := r.sleep(ctx, gap); err != nil {
+		// In step and behind, or copying another history (switching to a
+		// new primary after a failover): asked again, while there is time
+		// for an ask after the gap.
+		if r.clock.Now().Add(gap + r.cfg.StallAfter).After(until) {
+			x.lagsWritesUntil.Store(r.clock.Now().Add(r.unackedHold()).UnixNano())
 			r.m.proofUnconfirmed.Inc()
-			return fmt.Errorf("%w: replica %s stayed behind the write for %s", errNotHeld, x.addr, r.cfg.AckTimeout)
+			return fmt.Errorf("%w: replica %s %s for %s", errNotHeld, x.addr, v, r.cfg.AckTimeout)
+		}
+		if err := r.sleep(gap); err != nil {
+			r.m.proofUnconfirmed.Inc()
+			return fmt.Errorf("%w: replica %s %s: %w", errNotHeld, x.addr, v, err)
 		}
 		gap = min(2*gap, proofGapMax)
 	}
@@ -204,21 +237,30 @@ const (
 	replicaHolds     = "holds the write"
 	replicaBehind    = "is behind the write"
 	replicaPromoted  = "answers as a primary"
+	replicaLinkDown  = "has its replication link down"
 	replicaElsewhere = "copies another primary's history"
 )
 
 // replicaVerdict reads a replica's INFO replication against its primary's
 // (at primaryAddr), taken right after a write. A replica whose link is up
 // and that copies the primary's history at or past its offset holds the
-// write. One that is behind it, its link down, or syncing from that
-// primary afresh (after a failover, or a restart past the backlog: its
-// history is still the old one until the copy is loaded), is behind.
+// write, and so does one promoted from that history at or past it (its
+// previous history, master_replid2, up to second_repl_offset: a
+// coordinated failover, where the replica caught up first). One whose
+// link is down says so. One behind it, or syncing from that primary afresh
+// (a restart past the backlog: its history is still the old one until the
+// copy is loaded), is behind.
 func replicaVerdict(own, primary replication, primaryAddr string) string {
 	switch {
+	case own.primary && own.replid2 == primary.replid && own.offset2 > primary.offset:
+		// second_repl_offset is one past the last byte of the old history.
+		return replicaHolds
 	case own.primary:
 		return replicaPromoted
 	case own.replid == primary.replid && own.offset >= primary.offset && !own.linkDown:
 		return replicaHolds
+	case own.linkDown:
+		return replicaLinkDown
 	case own.replid == primary.replid, exactEndpoint(own.master, primaryAddr):
 		return replicaBehind
 	default:
@@ -244,26 +286,28 @@ func exactEndpoint(a, b string) bool {
 	return ia.Unmap() == ib.Unmap()
 }
 
-// askReplicaInfo sends INFO replication to x through its request pool, as
-// a request the watchdog sees, bounded by StallAfter: a node silent that
-// long is a failed node, as the watchdog would find it (which it does not
-// while no other node answers either: a lone write).
-func (r *Router) askReplicaInfo(ctx context.Context, x *node) (replication, error) {
-	askCtx, cancel := context.WithTimeout(ctx, r.cfg.StallAfter)
+// askReplicaInfo sends INFO replication to x through its proof pool, as a
+// request the watchdog sees, bounded by StallAfter of its own (never by the
+// proof's time: a socket timeout is the node's silence, and ejects it): a
+// node silent that long is a failed node, as the watchdog would find it
+// (which it does not while no other node answers either: a lone write).
+func (r *Router) askReplicaInfo(x *node) (replication, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), r.cfg.StallAfter)
 	defer cancel()
-	info := redis.NewStringCmd(askCtx, "info", "replication")
+	info := redis.NewStringCmd(ctx, "info", "replication")
 	start := r.clock.Now()
 	x.begin(start)
-	err := execStamped(askCtx, x.pipe, []redis.Cmder{info})
+	err := execStamped(ctx, x.askPipe, []redis.Cmder{info})
 	if err == nil {
 		err = info.Err()
 	}
 	end := r.clock.Now()
 	cl := classify(err)
-	if cl == classCanceled && ctx.Err() == nil {
-		cl = classUnanswered // its own StallAfter ran out, not the proof's time
+	if cl == classCanceled {
+		cl = classUnanswered // its own StallAfter ran out
+		err = fmt.Errorf("no answer within %s: %w", r.cfg.StallAfter, err)
 	}
-	x.end(end, end.Sub(start), !cl.nodeFault() && cl != classCanceled)
+	x.end(end, end.Sub(start), !cl.nodeFault())
 	if cl.nodeFault() {
 		r.nodeFailed(x, cl, err)
 	}
@@ -273,15 +317,15 @@ func (r *Router) askReplicaInfo(ctx context.Context, x *node) (replication, erro
 	return parseReplication(info.Val()), nil
 }
 
-// sleep waits d on the router's clock, or until ctx ends.
-func (r *Router) sleep(ctx context.Context, d time.Duration) error {
+// sleep waits d on the router's clock, or until the router closes.
+func (r *Router) sleep(d time.Duration) error {
 	done := make(chan struct{})
 	t := r.clock.AfterFunc(d, func() { close(done) })
 	defer t.Stop()
 	select {
 	case <-done:
 		return nil
-	case <-ctx.Done():
-		return ctx.Err()
+	case <-r.stop:
+		return errors.New("the router is closing")
 	}
 }

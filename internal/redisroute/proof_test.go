@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -24,6 +25,18 @@ func primaryInfo(replid string, offset int64, listed ...string) string {
 	}
 	fmt.Fprintf(&b, "master_replid:%s\r\nmaster_replid2:0000000000000000000000000000000000000000\r\nmaster_repl_offset:%d\r\n", replid, offset)
 	return b.String()
+}
+
+// linkDown is a replica's INFO replication with its link down.
+func linkDown(info string) string {
+	return strings.Replace(info, "link_status:up", "link_status:down", 1)
+}
+
+// promotedInfo is INFO replication of a replica promoted from history
+// replid2, which it holds up to second (one past its last byte, as Redis
+// gives second_repl_offset), and now at offset of its own history replid.
+func promotedInfo(replid string, offset int64, replid2 string, second int64) string {
+	return fmt.Sprintf("# Replication\r\nrole:master\r\nconnected_slaves:0\r\nmaster_replid:%s\r\nmaster_replid2:%s\r\nmaster_repl_offset:%d\r\nsecond_repl_offset:%d\r\n", replid, replid2, offset, second)
 }
 
 // replicaInfo is INFO replication of a replica of master, at offset of
@@ -60,7 +73,10 @@ func TestReplicaVerdict(t *testing.T) {
 		{name: "syncing afresh from this primary (old history until loaded)", own: replicaInfo("p:1", "h0", 5000), want: replicaBehind},
 		{name: "promoted (forced over): the old primary's writes are not its", own: primaryInfo("h2", 1000), want: replicaPromoted},
 		{name: "promoted, even at the same history and offset", own: primaryInfo("h1", 1000), want: replicaPromoted},
-		{name: "its link down, though at the offset", own: strings.Replace(replicaInfo("p:1", "h1", 1000), "link_status:up", "link_status:down", 1), want: replicaBehind},
+		{name: "promoted from this history, holding the write", own: promotedInfo("h2", 1200, "h1", 1001), want: replicaHolds},
+		{name: "promoted from this history, one byte short", own: promotedInfo("h2", 1200, "h1", 1000), want: replicaPromoted},
+		{name: "its link down, though at the offset", own: linkDown(replicaInfo("p:1", "h1", 1000)), want: replicaLinkDown},
+		{name: "its link down and behind", own: linkDown(replicaInfo("p:1", "h1", 900)), want: replicaLinkDown},
 		{name: "copying another primary's history (past a failover)", own: replicaInfo("a:1", "h2", 5000), want: replicaElsewhere},
 		{name: "copying another primary on another loopback address", own: replicaInfo("127.0.0.2:1", "h2", 5000), want: replicaElsewhere, at: "127.0.0.1:1"},
 	} {
@@ -161,9 +177,47 @@ func TestAWriteIsDoneOnlyOnceEveryReplicaHoldsItOrCannotTakeOver(t *testing.T) {
 			wantErr: ErrUnconfirmed, wantAskedA: 1,
 		},
 		{
-			name:    "the other copies another primary already",
+			name:    "the other copies another primary, and goes on doing so: unconfirmed",
 			primary: scripted("p:1", 1, primaryInfo("h1", 100), listsB),
 			a:       scripted("a:1", 0, "", "", replicaInfo("b:1", "h2", 400)), b: answer("b:1", 0),
+			wantErr: ErrUnconfirmed, wantAskedA: -1,
+		},
+		{
+			name:    "the other is switching to this primary (a coordinated failover): asked again",
+			primary: scripted("p:1", 1, primaryInfo("h1", 100), listsB),
+			a:       scripted("a:1", 0, "", "", replicaInfo("b:1", "h0", 90), replicaInfo("p:1", "h1", 100)), b: answer("b:1", 0),
+			wantAskedA: 2,
+		},
+		{
+			name:    "the other is behind for a while, then holds it",
+			primary: scripted("p:1", 1, primaryInfo("h1", 100), listsB),
+			a: scripted("a:1", 0, "", "", replicaInfo("p:1", "h1", 10), replicaInfo("p:1", "h1", 40), replicaInfo("p:1", "h1", 60),
+				replicaInfo("p:1", "h1", 99), replicaInfo("p:1", "h1", 100)),
+			b:          answer("b:1", 0),
+			wantAskedA: 5,
+		},
+		{
+			name:    "the other is listed, but not online (syncing): it is asked",
+			primary: scripted("p:1", 1, primaryInfo("h1", 100), strings.Replace(primaryInfo("h1", 130, "a:1=100", "b:1=120"), "state=online", "state=wait_bgsave", 1)),
+			a:       scripted("a:1", 0, "", "", replicaInfo("p:1", "h1", 100)), b: answer("b:1", 0),
+			wantAskedA: 1,
+		},
+		{
+			name:    "an address listed twice proves nothing: each replica under it is asked",
+			primary: scripted("p:1", 1, primaryInfo("h1", 100), primaryInfo("h1", 130, "a:1=120", "a:1=120", "b:1=120")),
+			a:       scripted("a:1", 0, "", "", replicaInfo("p:1", "h1", 100)), b: answer("b:1", 0),
+			wantAskedA: 1,
+		},
+		{
+			name:    "the other was promoted from this primary's history past the write (a coordinated failover): it holds it",
+			primary: scripted("p:1", 1, primaryInfo("h1", 100), listsB),
+			a:       scripted("a:1", 0, "", "", promotedInfo("h2", 140, "h1", 121)), b: answer("b:1", 0),
+			wantAskedA: 1,
+		},
+		{
+			name:    "the other was promoted from this primary's history before the write",
+			primary: scripted("p:1", 1, primaryInfo("h1", 100), listsB),
+			a:       scripted("a:1", 0, "", "", promotedInfo("h2", 140, "h1", 100)), b: answer("b:1", 0),
 			wantErr: ErrUnconfirmed, wantAskedA: 1,
 		},
 		{
@@ -183,6 +237,12 @@ func TestAWriteIsDoneOnlyOnceEveryReplicaHoldsItOrCannotTakeOver(t *testing.T) {
 			primary: scripted("p:1", 1, primaryInfo("h1", 100), listsB),
 			a:       scripted("a:1", 0, "", "", replicaInfo("p:1", "h1", 90)), b: answer("b:1", 0),
 			wantErr: ErrUnconfirmed, wantAskedA: -1,
+		},
+		{
+			name:    "the other, in step, says its link is down: it receives nothing, so it is not waited for",
+			primary: scripted("p:1", 1, primaryInfo("h1", 100), listsB),
+			a:       scripted("a:1", 0, "", "", linkDown(replicaInfo("p:1", "h1", 90))), b: answer("b:1", 0),
+			wantAskedA: 1,
 		},
 		{
 			name:    "the other, held behind by the check, is behind: not waited for",
@@ -209,10 +269,16 @@ func TestAWriteIsDoneOnlyOnceEveryReplicaHoldsItOrCannotTakeOver(t *testing.T) {
 			wantAskedA: 1,
 		},
 		{
-			name:    "the other refuses the command (NOPERM): it cannot be told",
+			name:    "the other, in step, refuses the command (NOPERM): it cannot be told, so unconfirmed",
 			primary: scripted("p:1", 1, primaryInfo("h1", 100), listsB),
 			a:       scripted("a:1", 0, "", "", "-NOPERM this user has no permissions to run the 'info' command"), b: answer("b:1", 0),
-			wantAskedA: 1,
+			wantErr: ErrUnconfirmed, wantAskedA: 1,
+		},
+		{
+			name:    "the other, held behind by the check, refuses the command: only an answer as a primary would count",
+			primary: scripted("p:1", 1, primaryInfo("h1", 100), listsB),
+			a:       scripted("a:1", 0, "", "", "-NOPERM this user has no permissions to run the 'info' command"), b: answer("b:1", 0),
+			aBehind: true, wantAskedA: 1,
 		},
 		{
 			name:    "neither is listed: both are asked, and one of them was forced over",
@@ -341,6 +407,32 @@ func TestAWritesProofSurroundsItsWait(t *testing.T) {
 	want := []string{"SET" + c.key(0) + "v", "inforeplication", "wait1 250", "inforeplication"}
 	if strings.Join(wire, "|") != strings.Join(want, "|") {
 		t.Fatalf("sent %q, want %q", wire, want)
+	}
+}
+
+// A replica in step that stays behind a write for the ack timeout fails
+// that write, and is not waited for by the next ones until the lag check
+// would have seen it: a replica slower than the ack timeout, yet
+// acknowledging each second, must not fail every write of its shard.
+func TestAReplicaThatStayedBehindAWriteIsNotWaitedForByTheNext(t *testing.T) {
+	a := newFakeNode("a:1", scripted("a:1", 0, "", "", replicaInfo("p:1", "h1", 90)))
+	c := newFakeCluster(t, [][]*fakeNode{{
+		newFakeNode("p:1", scripted("p:1", 1, primaryInfo("h1", 100), primaryInfo("h1", 130, "b:1=120"))), a, newFakeNode("b:1", answer("b:1", 0)),
+	}})
+	w := Write("SET", c.key(0), "v")
+	w.Acks = 1
+	if r := c.advanceUntil(t, c.exec(longCtx(t), w), time.Millisecond)[0]; !errors.Is(r.Err, ErrUnconfirmed) {
+		t.Fatalf("first write: %+v, want ErrUnconfirmed (a:1 stayed behind it)", r)
+	}
+	asked := a.callCount()
+	if r := c.advanceUntil(t, c.exec(longCtx(t), w), time.Millisecond)[0]; r.Err != nil {
+		t.Fatalf("second write: %+v, want it done (a:1 is not waited for now)", r)
+	}
+	if got := a.callCount() - asked; got != 1 {
+		t.Errorf("a:1 asked %d times by the second write, want once (an answer as a primary still counts)", got)
+	}
+	if got := testutil.ToFloat64(c.r.m.proofOutOfStep); got != 1 {
+		t.Errorf("out_of_step verdicts = %v, want 1", got)
 	}
 }
 

@@ -39,6 +39,8 @@ type replication struct {
 	replicas []listedReplica // a primary's slaveN lines
 	replid   string          // master_replid: the history the node's data belongs to
 	offset   int64           // master_repl_offset: how far into it the node's data is (see proof.go)
+	replid2  string          // master_replid2: the history it followed before its last promotion
+	offset2  int64           // second_repl_offset: up to where that history is its own
 }
 
 // listedReplica is one slaveN line of a primary: a connected replica.
@@ -71,6 +73,10 @@ func parseReplication(info string) replication {
 			r.replid = v
 		case k == "master_repl_offset":
 			r.offset, _ = strconv.ParseInt(v, 10, 64)
+		case k == "master_replid2":
+			r.replid2 = v
+		case k == "second_repl_offset":
+			r.offset2, _ = strconv.ParseInt(v, 10, 64)
 		case isSlaveKey(k):
 			r.replicas = append(r.replicas, parseListed(v))
 		}

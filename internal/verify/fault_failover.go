@@ -18,9 +18,11 @@ import (
 // other replicas then copy it: a write the forced replica had not received
 // is dropped, even one another replica acknowledged (WAIT counts replicas,
 // it cannot choose them), and so is one the old primary took, and its
-// other replica acknowledged, in the moment before it learnt. With fewer
-// --booking-acks than the shard has replicas, that can lose a booking
-// answered 201 (README, G3); verify then reports it. Healing waits for a
+// other replica acknowledged, in the moment before it learnt. Apollo's
+// write proof (redisroute/proof.go) keeps such writes from being reported
+// done; before it, with fewer --booking-acks than the shard has replicas,
+// a booking answered 201 was lost (README, G3), and verify reported it.
+// Healing waits for a
 // healthy cluster; the roles stay switched, and later faults pick shards
 // as the cluster sees them.
 func (n *nemesis) switchover(primary, replica *localcluster.Node, force bool) drill.Fault {
