@@ -299,6 +299,11 @@ func (c Config) Validate() error {
 			errs = append(errs, fmt.Errorf("%s must be positive, got %s", name, d))
 		}
 	}
+	if c.AckTimeout > 0 && 2*c.StallAfter > c.AckTimeout {
+		// A write's proof asks a lagging replica again, each ask allowed
+		// StallAfter, within AckTimeout (proof.go): it needs room for a few.
+		errs = append(errs, fmt.Errorf("stall after %s is more than half the ack timeout %s", c.StallAfter, c.AckTimeout))
+	}
 	if c.FailFastAfter < c.StallAfter {
 		errs = append(errs, fmt.Errorf("fail fast after %s is shorter than stall after %s", c.FailFastAfter, c.StallAfter))
 	}

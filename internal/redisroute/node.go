@@ -98,7 +98,8 @@ func newNode(addr string, cfg Config, m *metrics, connected func(*node, string) 
 	n.pipe = goRedisPipeliner{n.client}
 	n.probe = redis.NewClient(&probeOpt)
 	askOpt := probeOpt
-	askOpt.PoolSize = cfg.PoolSize // dialled as needed: a wait for one is not the node's silence
+	askOpt.PoolSize = cfg.PoolSize // dialled as needed
+	askOpt.OnConnect = nil         // INFO needs no READONLY
 	n.asks = redis.NewClient(&askOpt)
 	n.askPipe = goRedisPipeliner{n.asks}
 	if cfg.PrimaryFallbackRate > 0 {

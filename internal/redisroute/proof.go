@@ -32,18 +32,29 @@ import (
 //     WAIT lists each connected replica's acknowledged offset. A replica
 //     listed online at or past that offset holds the write: promoted later,
 //     it takes the write with it.
-//   - Any other replica is asked itself (INFO replication, through its
-//     request pool, as a request the watchdog sees). One of the primary's
+//   - Any other replica is asked itself (INFO replication, through a pool
+//     of its own, without the request pool's hold on a replica held out of
+//     reads, as a request the watchdog sees). One of the primary's
 //     history, its link up, at or past the offset holds the write. One that
 //     answers as a primary may have been promoted without it: the write is
 //     unconfirmed.
-//   - A replica in step (the replication check found it in step) that is
-//     behind the write is waited for, asked again with growing gaps, for up
-//     to AckTimeout: a lag of a few milliseconds is routine under load, and
-//     a replica forced over in that moment loses what it had not applied.
-//     One still behind then, or in step yet copying another history (past a
-//     failover), makes the write unconfirmed. This is WAIT for every replica
-//     in step, with each one named.
+//   - A replica in step (the replication check finds it in step; ejection,
+//     which is about serving reads, does not change that) that is behind
+//     the write, or copies another history (switching to a new primary), is
+//     waited for, asked again with growing gaps, for up to AckTimeout: a
+//     lag of a few milliseconds is routine under load, and a replica forced
+//     over in that moment loses what it had not applied. Still so then, the
+//     write is unconfirmed, and the replica is not waited for until the lag
+//     check would have seen it (holdLaggard): one slower than AckTimeout yet
+//     acknowledging each second, which the check (in whole seconds) does not
+//     hold behind, fails one write in that time, not every one. The same
+//     for a replica in step that answers with an error (credentials,
+//     NOPERM, BUSY) or for which no connection was free in time.
+//   - A replica whose own link is down, and that its primary did not list
+//     right after the WAIT, was not receiving the write: it is not waited
+//     for (the check holds it behind at its next round). One its primary
+//     did list may just have lost a primary that crashed after answering,
+//     and is waited for.
 //   - A replica out of step (the check holds it behind: its link is down,
 //     it lags, or it was not checked since it rejoined) is not waited for:
 //     only an answer as a primary counts against the write. Waiting for it
@@ -51,18 +62,19 @@ import (
 //     one node must not do that. A replica the check holds behind that is
 //     then forced over loses what it lacked (README, Known limits); Redis's
 //     own CLUSTER FAILOVER, without FORCE, waits for it to catch up.
-//   - A replica that does not answer within StallAfter, or refuses the
-//     connection, our credentials or the command, cannot be told; it is a
-//     failed node (ejected, as a request that failed would make it) and
-//     the write goes on: a write must go on when one replica of two fails
-//     (redisstore's TestCreatesGoOnWhenOneOfTwoReplicasFails). A replica
-//     the router ejected earlier is asked too once it answers its probes
-//     again: ejection is about serving reads, and a node that recovered
-//     from a stall can be forced over before it is re-admitted.
+//   - A replica silent on the wire for StallAfter, or to which no
+//     connection can be made, is a failed node (ejected, as a request that
+//     failed would make it), which cannot take over now, and the write goes
+//     on: a write must go on when one replica of two fails (redisstore's
+//     TestCreatesGoOnWhenOneOfTwoReplicasFails). A replica the router
+//     ejected earlier is asked too once it answers its probes again: a node
+//     that recovered from a stall can be forced over before it is
+//     re-admitted.
 //
-// What this does not cover: a replica alive to the cluster but unreachable
-// from this router, forced over; a replica the router's slot map does not
-// list yet; one the check holds behind, forced over.
+// What this does not cover: a replica alive to the cluster but silent to
+// this router (or ejected, its probes failing), forced over; one the
+// router's slot map does not list yet; one held behind (by the check, or
+// by holdLaggard), or whose link was down and unlisted, forced over.
 
 // proofGapMax bounds the growing gap between two asks of a replica in step
 // that is behind the write (from 1 ms, doubling).
@@ -127,9 +139,9 @@ func (r *Router) holds(a *attempt, p proof) error {
 	errs := make([]error, len(ask))
 	var wg sync.WaitGroup
 	for i, x := range ask[1:] {
-		wg.Go(func() { errs[i+1] = r.replicaHolds(x, before, a.node.addr, until) })
+		wg.Go(func() { errs[i+1] = r.replicaHolds(x, before, a.node.addr, listedAny(list, x.addr), until) })
 	}
-	errs[0] = r.replicaHolds(ask[0], before, a.node.addr, until)
+	errs[0] = r.replicaHolds(ask[0], before, a.node.addr, listedAny(list, ask[0].addr), until)
 	wg.Wait()
 	return errors.Join(errs...)
 }
@@ -166,6 +178,16 @@ func listedAt(list []listedReplica, addr string, offset int64) bool {
 	return found
 }
 
+// listedAny reports whether a primary's list has an entry at addr.
+func listedAny(list []listedReplica, addr string) bool {
+	for _, l := range list {
+		if exactEndpoint(l.addr, addr) {
+			return true
+		}
+	}
+	return false
+}
+
 // answersProbes reports an ejected node whose last probe was answered.
 func (r *Router) answersProbes(x *node) bool {
 	r.ejectMu.Lock()
@@ -185,20 +207,24 @@ func (r *Router) answersProbes(x *node) bool {
 // it is not waited for, so that a replica slower than the ack timeout but
 // acknowledging each second, which the check's lag by seconds does not
 // hold behind, fails one write, not every write of its shard.
-func (r *Router) replicaHolds(x *node, primary replication, primaryAddr string, until time.Time) error {
+func (r *Router) replicaHolds(x *node, primary replication, primaryAddr string, listed bool, until time.Time) error {
 	inStep := !x.behind.Load() && r.clock.Now().UnixNano() >= x.lagsWritesUntil.Load()
 	gap := time.Millisecond
 	for {
 		own, err := r.askReplicaInfo(x)
 		if err != nil {
-			cl := classify(err)
-			if cl == classUnanswered || cl == classUnsent || !inStep {
+			if cl := classify(err); cl == classUnanswered || cl == classUnsent || !inStep {
 				// Silent for StallAfter, or no connection at all: a failed
 				// node (ejected), which cannot take over now. Out of step,
 				// only an answer as a primary would have counted.
 				r.m.proofDown.Inc()
 				return nil
 			}
+			// It answered, but not what the proof needs (credentials,
+			// NOPERM, BUSY), or no connection was free in time: this write
+			// is unconfirmed, and the replica is not waited for a while,
+			// lest it fail every write of its shard.
+			r.holdLaggard(x, err.Error())
 			r.m.proofUnconfirmed.Inc()
 			return fmt.Errorf("%w: replica %s could not be asked: %w", errNotHeld, x.addr, err)
 		}
@@ -210,9 +236,13 @@ func (r *Router) replicaHolds(x *node, primary replication, primaryAddr string, 
 		case v == replicaPromoted:
 			r.m.proofUnconfirmed.Inc()
 			return fmt.Errorf("%w: replica %s %s", errNotHeld, x.addr, v)
-		case !inStep, v == replicaLinkDown:
-			// Its own link down, it receives nothing: waiting is in vain, and
-			// the check will hold it behind at its next round.
+		case !inStep, v == replicaLinkDown && !listed:
+			// Out of step; or its own link is down and its primary, right
+			// after the WAIT, did not list it: it was not receiving the
+			// write, and the check holds it behind at its next round. (One
+			// the primary listed may just have lost a primary that
+			// crashed after answering: it is waited for, as it may be the
+			// one promoted.)
 			r.m.proofOutOfStep.Inc()
 			return nil
 		}
@@ -220,7 +250,7 @@ func (r *Router) replicaHolds(x *node, primary replication, primaryAddr string, 
 		// new primary after a failover): asked again, while there is time
 		// for an ask after the gap.
 		if r.clock.Now().Add(gap + r.cfg.StallAfter).After(until) {
-			x.lagsWritesUntil.Store(r.clock.Now().Add(r.unackedHold()).UnixNano())
+			r.holdLaggard(x, "stayed behind a write for the ack timeout")
 			r.m.proofUnconfirmed.Inc()
 			return fmt.Errorf("%w: replica %s %s for %s", errNotHeld, x.addr, v, r.cfg.AckTimeout)
 		}
@@ -229,6 +259,15 @@ func (r *Router) replicaHolds(x *node, primary replication, primaryAddr string, 
 			return fmt.Errorf("%w: replica %s %s: %w", errNotHeld, x.addr, v, err)
 		}
 		gap = min(2*gap, proofGapMax)
+	}
+}
+
+// holdLaggard stops write proofs from waiting for x until the lag check
+// would have seen what made a write fail on it, and says so in the log.
+func (r *Router) holdLaggard(x *node, why string) {
+	until := r.clock.Now().Add(r.unackedHold())
+	if x.lagsWritesUntil.Swap(until.UnixNano()) < r.clock.Now().UnixNano() {
+		r.log.Warn("write proofs stop waiting for a replica", "node", x.addr, "reason", why, "until", until)
 	}
 }
 
@@ -302,11 +341,11 @@ func (r *Router) askReplicaInfo(x *node) (replication, error) {
 		err = info.Err()
 	}
 	end := r.clock.Now()
+	// go-redis sets the socket's deadline from ctx: silence on the wire is
+	// a net timeout (classUnanswered), the node's. The context's own error
+	// means the time ran out before the request was on the wire, waiting
+	// for a free connection: not the node's silence (classCanceled).
 	cl := classify(err)
-	if cl == classCanceled {
-		cl = classUnanswered // its own StallAfter ran out
-		err = fmt.Errorf("no answer within %s: %w", r.cfg.StallAfter, err)
-	}
 	x.end(end, end.Sub(start), !cl.nodeFault())
 	if cl.nodeFault() {
 		r.nodeFailed(x, cl, err)

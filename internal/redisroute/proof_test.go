@@ -245,6 +245,12 @@ func TestAWriteIsDoneOnlyOnceEveryReplicaHoldsItOrCannotTakeOver(t *testing.T) {
 			wantAskedA: 1,
 		},
 		{
+			name:    "the other says its link is down, but the primary listed it after the WAIT (the primary may have just died): waited for",
+			primary: scripted("p:1", 1, primaryInfo("h1", 100), primaryInfo("h1", 130, "a:1=90", "b:1=120")),
+			a:       scripted("a:1", 0, "", "", linkDown(replicaInfo("p:1", "h1", 90))), b: answer("b:1", 0),
+			wantErr: ErrUnconfirmed, wantAskedA: -1,
+		},
+		{
 			name:    "the other, held behind by the check, is behind: not waited for",
 			primary: scripted("p:1", 1, primaryInfo("h1", 100), listsB),
 			a:       scripted("a:1", 0, "", "", replicaInfo("p:1", "h1", 90)), b: answer("b:1", 0),
@@ -433,6 +439,11 @@ func TestAReplicaThatStayedBehindAWriteIsNotWaitedForByTheNext(t *testing.T) {
 	}
 	if got := testutil.ToFloat64(c.r.m.proofOutOfStep); got != 1 {
 		t.Errorf("out_of_step verdicts = %v, want 1", got)
+	}
+	// Once the lag check would have seen it, it is waited for again.
+	c.clock.Advance(c.r.unackedHold())
+	if r := c.advanceUntil(t, c.exec(longCtx(t), w), time.Millisecond)[0]; !errors.Is(r.Err, ErrUnconfirmed) {
+		t.Fatalf("write after the hold: %+v, want ErrUnconfirmed (a:1 is waited for again, and still behind)", r)
 	}
 }
 
