@@ -230,7 +230,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) *Flags {
 	fs.IntVar(&c.CoalesceAfter, "redis-coalesce-after", c.CoalesceAfter, "plain-read pipelines in flight to one node before further plain reads to it queue and go out merged in one (0 = never merge)")
 	fs.DurationVar(&c.HedgeMax, "redis-hedge-max", c.HedgeMax, "longest wait before a read is hedged to another node")
 	fs.Float64Var(&c.HedgeBudget, "redis-hedge-budget", c.HedgeBudget, "fraction of requests that may be hedged")
-	fs.DurationVar(&c.StallAfter, "redis-stall-after", c.StallAfter, "eject a node that answers nothing for this long while requests wait")
+	fs.DurationVar(&c.StallAfter, "redis-stall-after", c.StallAfter, "eject a node that answers nothing for this long while requests wait; at most half the 250 ms a write waits for replica acknowledgements, since a write's proof asks a lagging replica several times within it")
 	fs.DurationVar(&c.FailFastAfter, "redis-fail-fast-after", c.FailFastAfter, "fail a call at once, without sending it, when its only possible node has answered nothing for this long")
 	fs.DurationVar(&c.MaxReplicaLag, "redis-max-replica-lag", c.MaxReplicaLag, "a replica whose last acknowledgement to its primary is older than this (or that its primary does not list in step) serves no reads until it catches up")
 	fs.IntVar(&c.PrimaryFallbackRate, "redis-primary-fallback-rate", c.PrimaryFallbackRate, "max reads/s per primary falling back from replicas (0 = no cap)")

@@ -24,6 +24,7 @@ func TestConfigValidate(t *testing.T) {
 		{"hedge min above max", func(c *redisroute.Config) { c.HedgeMin = time.Second }, "exceeds hedge max"},
 		{"budget above 1", func(c *redisroute.Config) { c.HedgeBudget = 2 }, "hedge budget must be within [0, 1]"},
 		{"fail fast before a stall", func(c *redisroute.Config) { c.FailFastAfter = c.StallAfter / 2 }, "shorter than stall after"},
+		{"a stall too long for a write's proof", func(c *redisroute.Config) { c.StallAfter, c.FailFastAfter = 200*time.Millisecond, time.Second }, "more than half the ack timeout"},
 		{"pool of zero", func(c *redisroute.Config) { c.PoolSize = 0 }, "pool size"},
 		{"negative coalescing", func(c *redisroute.Config) { c.CoalesceAfter = -1 }, "coalesce after must be 0 (off) or more"},
 		{"negative fallback rate", func(c *redisroute.Config) { c.PrimaryFallbackRate = -1 }, "must not be negative"},

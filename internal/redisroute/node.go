@@ -100,6 +100,12 @@ func newNode(addr string, cfg Config, m *metrics, connected func(*node, string) 
 	askOpt := probeOpt
 	askOpt.PoolSize = cfg.PoolSize // dialled as needed
 	askOpt.OnConnect = nil         // INFO needs no READONLY
+	// An ask has StallAfter (proof.go): a wait for a free connection and a
+	// dial each end well within it, so that the ask's own deadline is met
+	// only by silence on the wire, and a wait that found no connection
+	// free (ErrPoolTimeout) is told apart from a node that is gone.
+	askOpt.PoolTimeout = cfg.StallAfter / 2
+	askOpt.DialTimeout = min(cfg.DialTimeout, cfg.StallAfter/2)
 	n.asks = redis.NewClient(&askOpt)
 	n.askPipe = goRedisPipeliner{n.asks}
 	if cfg.PrimaryFallbackRate > 0 {

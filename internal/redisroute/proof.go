@@ -139,9 +139,9 @@ func (r *Router) holds(a *attempt, p proof) error {
 	errs := make([]error, len(ask))
 	var wg sync.WaitGroup
 	for i, x := range ask[1:] {
-		wg.Go(func() { errs[i+1] = r.replicaHolds(x, before, a.node.addr, listedAny(list, x.addr), until) })
+		wg.Go(func() { errs[i+1] = r.replicaHolds(x, before, a.node.addr, listedMaybe(list, x.addr, s), until) })
 	}
-	errs[0] = r.replicaHolds(ask[0], before, a.node.addr, listedAny(list, ask[0].addr), until)
+	errs[0] = r.replicaHolds(ask[0], before, a.node.addr, listedMaybe(list, ask[0].addr, s), until)
 	wg.Wait()
 	return errors.Join(errs...)
 }
@@ -178,10 +178,19 @@ func listedAt(list []listedReplica, addr string, offset int64) bool {
 	return found
 }
 
-// listedAny reports whether a primary's list has an entry at addr.
-func listedAny(list []listedReplica, addr string) bool {
+// listedMaybe reports whether a primary's list may have an entry for the
+// replica at addr: one at addr, or one at an address no node of shard s
+// has (NAT, hostnames, replica-announce-ip), which may be it.
+func listedMaybe(list []listedReplica, addr string, s *shard) bool {
 	for _, l := range list {
 		if exactEndpoint(l.addr, addr) {
+			return true
+		}
+		known := false
+		for _, n := range s.nodes() {
+			known = known || exactEndpoint(l.addr, n.addr)
+		}
+		if !known {
 			return true
 		}
 	}
@@ -208,12 +217,14 @@ func (r *Router) answersProbes(x *node) bool {
 // acknowledging each second, which the check's lag by seconds does not
 // hold behind, fails one write, not every write of its shard.
 func (r *Router) replicaHolds(x *node, primary replication, primaryAddr string, listed bool, until time.Time) error {
-	inStep := !x.behind.Load() && r.clock.Now().UnixNano() >= x.lagsWritesUntil.Load()
 	gap := time.Millisecond
 	for {
-		own, err := r.askReplicaInfo(x)
+		// Read at each ask: once another write's proof holds x as a
+		// laggard, this one stops waiting for it too.
+		inStep := !x.behind.Load() && r.clock.Now().UnixNano() >= x.lagsWritesUntil.Load()
+		own, cl, err := r.askReplicaInfo(x)
 		if err != nil {
-			if cl := classify(err); cl == classUnanswered || cl == classUnsent || !inStep {
+			if cl == classUnanswered || cl == classUnsent || !inStep {
 				// Silent for StallAfter, or no connection at all: a failed
 				// node (ejected), which cannot take over now. Out of step,
 				// only an answer as a primary would have counted.
@@ -326,11 +337,11 @@ func exactEndpoint(a, b string) bool {
 }
 
 // askReplicaInfo sends INFO replication to x through its proof pool, as a
-// request the watchdog sees, bounded by StallAfter of its own (never by the
+// request the watchdog sees, and says how it failed if it did (its class), bounded by StallAfter of its own (never by the
 // proof's time: a socket timeout is the node's silence, and ejects it): a
 // node silent that long is a failed node, as the watchdog would find it
 // (which it does not while no other node answers either: a lone write).
-func (r *Router) askReplicaInfo(x *node) (replication, error) {
+func (r *Router) askReplicaInfo(x *node) (replication, class, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), r.cfg.StallAfter)
 	defer cancel()
 	info := redis.NewStringCmd(ctx, "info", "replication")
@@ -342,18 +353,26 @@ func (r *Router) askReplicaInfo(x *node) (replication, error) {
 	}
 	end := r.clock.Now()
 	// go-redis sets the socket's deadline from ctx: silence on the wire is
-	// a net timeout (classUnanswered), the node's. The context's own error
-	// means the time ran out before the request was on the wire, waiting
-	// for a free connection: not the node's silence (classCanceled).
+	// a net timeout (classUnanswered), the node's, and so is the context's
+	// own deadline, since a dial and a wait for a connection each end
+	// earlier (newNode). No free connection in that time (ErrPoolTimeout)
+	// is not the node's fault.
 	cl := classify(err)
-	x.end(end, end.Sub(start), !cl.nodeFault())
+	switch {
+	case errors.Is(err, redis.ErrPoolTimeout):
+		cl = classCanceled
+		err = fmt.Errorf("no free connection: %w", err)
+	case cl == classCanceled:
+		cl = classUnanswered
+	}
+	x.end(end, end.Sub(start), !cl.nodeFault() && cl != classCanceled)
 	if cl.nodeFault() {
 		r.nodeFailed(x, cl, err)
 	}
 	if err != nil {
-		return replication{}, err
+		return replication{}, cl, err
 	}
-	return parseReplication(info.Val()), nil
+	return parseReplication(info.Val()), classOK, nil
 }
 
 // sleep waits d on the router's clock, or until the router closes.

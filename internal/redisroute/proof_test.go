@@ -251,6 +251,12 @@ func TestAWriteIsDoneOnlyOnceEveryReplicaHoldsItOrCannotTakeOver(t *testing.T) {
 			wantErr: ErrUnconfirmed, wantAskedA: -1,
 		},
 		{
+			name:    "the other says its link is down, and the primary lists a replica under an address no node has (NAT): it may be the other, so it is waited for",
+			primary: scripted("p:1", 1, primaryInfo("h1", 100), primaryInfo("h1", 130, "10.9.9.9:1=90", "b:1=120")),
+			a:       scripted("a:1", 0, "", "", linkDown(replicaInfo("p:1", "h1", 90))), b: answer("b:1", 0),
+			wantErr: ErrUnconfirmed, wantAskedA: -1,
+		},
+		{
 			name:    "the other, held behind by the check, is behind: not waited for",
 			primary: scripted("p:1", 1, primaryInfo("h1", 100), listsB),
 			a:       scripted("a:1", 0, "", "", replicaInfo("p:1", "h1", 90)), b: answer("b:1", 0),
@@ -444,6 +450,42 @@ func TestAReplicaThatStayedBehindAWriteIsNotWaitedForByTheNext(t *testing.T) {
 	c.clock.Advance(c.r.unackedHold())
 	if r := c.advanceUntil(t, c.exec(longCtx(t), w), time.Millisecond)[0]; !errors.Is(r.Err, ErrUnconfirmed) {
 		t.Fatalf("write after the hold: %+v, want ErrUnconfirmed (a:1 is waited for again, and still behind)", r)
+	}
+}
+
+// A replica in step that cannot be asked, though it is there (it refuses
+// INFO, or no connection to it was free in time), fails the write, and is
+// then held as a laggard, not ejected for a refusal that is not its
+// silence: the next write does not wait for it.
+func TestAReplicaThatCannotBeAskedFailsOneWriteAndIsHeld(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		a       func(int, []redis.Cmder) error
+		ejected bool
+	}{
+		{"no connection free in time", failAll(fmt.Errorf("redis: %w", redis.ErrPoolTimeout)), false},
+		{"INFO refused (NOPERM)", scripted("a:1", 0, "", "", "-NOPERM this user has no permissions to run the 'info' command"), true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a := newFakeNode("a:1", tc.a)
+			c := newFakeCluster(t, [][]*fakeNode{{
+				newFakeNode("p:1", scripted("p:1", 1, primaryInfo("h1", 100), primaryInfo("h1", 130, "b:1=120"))), a, newFakeNode("b:1", answer("b:1", 0)),
+			}})
+			w := Write("SET", c.key(0), "v")
+			w.Acks = 1
+			if r := c.r.Exec(longCtx(t), []Cmd{w})[0]; !errors.Is(r.Err, ErrUnconfirmed) {
+				t.Fatalf("first write: %+v, want ErrUnconfirmed", r)
+			}
+			if c.ejected("a:1") != tc.ejected {
+				t.Errorf("a:1 ejected: %v, want %v", c.ejected("a:1"), tc.ejected)
+			}
+			if tc.ejected {
+				c.r.probeResult(c.nodes["a:1"], true) // it answers PING: asked again
+			}
+			if r := c.r.Exec(longCtx(t), []Cmd{w})[0]; r.Err != nil {
+				t.Fatalf("second write: %+v, want it done (a:1 is held as a laggard)", r)
+			}
+		})
 	}
 }
 
