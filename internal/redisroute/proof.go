@@ -106,7 +106,9 @@ func newProof(ctx context.Context) proof {
 // comment at the top of this file). nil: the write stands.
 func (r *Router) holds(a *attempt, p proof) error {
 	if err := errors.Join(p.before.Err(), p.after.Err()); err != nil {
-		return fmt.Errorf("%w: INFO replication on %s failed: %w", errProofBlind, a.node.addr, err)
+		// %v: a reply error of the primary's (NOPERM) is not the write's own
+		// reply error, which callers tell apart with errors.As.
+		return fmt.Errorf("%w: INFO replication on %s failed: %v", errProofBlind, a.node.addr, err)
 	}
 	before, after := parseReplication(p.before.Val()), parseReplication(p.after.Val())
 	switch {
@@ -237,7 +239,7 @@ func (r *Router) replicaHolds(x *node, primary replication, primaryAddr string, 
 			// lest it fail every write of its shard.
 			r.holdLaggard(x, err.Error())
 			r.m.proofUnconfirmed.Inc()
-			return fmt.Errorf("%w: replica %s could not be asked: %w", errNotHeld, x.addr, err)
+			return fmt.Errorf("%w: replica %s could not be asked: %v", errNotHeld, x.addr, err) // %v: as above
 		}
 		v := replicaVerdict(own, primary, primaryAddr)
 		switch {

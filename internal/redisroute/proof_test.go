@@ -386,8 +386,13 @@ func TestOnlyAProofThatFoundAPromotionMarksThePrimary(t *testing.T) {
 			}})
 			w := Write("SET", c.key(0), "v")
 			w.Acks = 1
-			if r := c.r.Exec(longCtx(t), []Cmd{w})[0]; !errors.Is(r.Err, ErrUnconfirmed) {
+			r := c.r.Exec(longCtx(t), []Cmd{w})[0]
+			if !errors.Is(r.Err, ErrUnconfirmed) {
 				t.Fatalf("got %+v, want ErrUnconfirmed", r)
+			}
+			var reply redis.Error
+			if errors.As(r.Err, &reply) {
+				t.Errorf("the write's error wraps a reply error of the proof's, %q", reply)
 			}
 			marked := c.clock.Now().UnixNano() < c.nodes["p:1"].unackedUntil.Load()
 			if marked != tc.wantMark {
@@ -473,8 +478,15 @@ func TestAReplicaThatCannotBeAskedFailsOneWriteAndIsHeld(t *testing.T) {
 			}})
 			w := Write("SET", c.key(0), "v")
 			w.Acks = 1
-			if r := c.r.Exec(longCtx(t), []Cmd{w})[0]; !errors.Is(r.Err, ErrUnconfirmed) {
+			r := c.r.Exec(longCtx(t), []Cmd{w})[0]
+			if !errors.Is(r.Err, ErrUnconfirmed) {
 				t.Fatalf("first write: %+v, want ErrUnconfirmed", r)
+			}
+			// The replica's reply error is not the write's: callers take a
+			// reply error in the chain for the command's own (a bug, a 500).
+			var reply redis.Error
+			if errors.As(r.Err, &reply) {
+				t.Errorf("the write's error wraps the replica's reply error %q", reply)
 			}
 			if c.ejected("a:1") != tc.ejected {
 				t.Errorf("a:1 ejected: %v, want %v", c.ejected("a:1"), tc.ejected)
