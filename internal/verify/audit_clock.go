@@ -57,12 +57,23 @@ func ClockOff(h History) []Violation {
 	return out
 }
 
-// noAllocationTimeout skips ClockOff on a history that does not record the
+// clockStepBound is the host clock step past which ClockOff is not
+// judged: a fifth of its tolerance, well above the drift of a run.
+const clockStepBound = clockTolerance / 5
+
+// clockUnjudged skips ClockOff on a history that does not record the
 // allocation timeout (written by an older apollo verify): a booking's
-// creation time cannot be told from its deadline without it.
-func noAllocationTimeout(h History) string {
+// creation time cannot be told from its deadline without it; and on one
+// during which this host's clock stepped: deadlines, in the cluster's
+// time, which follows the nodes' clocks and so the host's, no longer
+// line up with the run's monotonic timeline (a step of 5.7 s on
+// 2026-12-05 made every booking after it look created 5.7 s late).
+func clockUnjudged(h History) string {
 	if h.AllocationTimeout <= 0 {
 		return "the history records no allocation timeout (an older apollo verify wrote it): creation times cannot be told"
+	}
+	if h.HostClockStep.Abs() > clockStepBound {
+		return fmt.Sprintf("this host's clock stepped by %s during the run: creation times, read from deadlines in the cluster's time, cannot be placed on the run's timeline", h.HostClockStep.Round(time.Millisecond))
 	}
 	return ""
 }

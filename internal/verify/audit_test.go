@@ -188,4 +188,29 @@ func TestClockOff(t *testing.T) {
 			t.Errorf("clock_off on a history without the allocation timeout: %+v, want skipped", c)
 		}
 	}
+	// Nor one during which this host's clock stepped: every deadline after
+	// the step is off the run's timeline by it (5.7 s on 2026-12-05).
+	for _, step := range []time.Duration{0, 90 * time.Millisecond, 5700 * time.Millisecond, -2 * time.Second} {
+		h := withTimeout(history(created(5, 6, 9)))
+		h.HostClockStep = step
+		want := Fail
+		if step.Abs() > clockStepBound {
+			want = Skipped
+		}
+		for _, c := range Check(h, Options{}).Checks {
+			if c.Name == CodeClockOff && c.Verdict != want {
+				t.Errorf("clock_off with the host's clock stepped by %s: %s (%s), want %s", step, c.Verdict, c.Detail, want)
+			}
+		}
+	}
+}
+
+func TestClockStepIsWallTimeBeyondTheTimeThatPassed(t *testing.T) {
+	// Without a step, wall and monotonic time pass alike: 30 ms on, the
+	// step is about 0, not the 30 ms that passed.
+	start := time.Now()
+	time.Sleep(30 * time.Millisecond)
+	if got := clockStep(start); got.Abs() > 10*time.Millisecond {
+		t.Errorf("clockStep 30 ms after start = %s, want about 0", got)
+	}
 }

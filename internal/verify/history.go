@@ -114,4 +114,18 @@ type History struct {
 	// ServeFlags are the flags the run added to every instance's serve
 	// (--serve-flag): what was checked, when not the defaults.
 	ServeFlags []string `json:"serve_flags,omitempty"`
+	// HostClockStep is how far this host's wall clock moved, over the run,
+	// beyond the time that passed (wall minus monotonic time since Start,
+	// read when the final state is): a step of the host's clock (NTP, a
+	// virtual machine's resync) moves every Redis node's TIME and every
+	// instance's time with it, and so every deadline read back, against
+	// the run's monotonic timeline.
+	HostClockStep time.Duration `json:"host_clock_step_ns,omitempty"`
+}
+
+// clockStep is how far the wall clock moved since start beyond the time
+// that passed, as read now.
+func clockStep(start time.Time) time.Duration {
+	now := time.Now()
+	return now.Round(0).Sub(start.Round(0)) - now.Sub(start)
 }

@@ -235,6 +235,9 @@ func Run(ctx context.Context, cfg Config) (h History, err error) {
 		return h, ctx.Err()
 	}
 	h.Final, err = readFinal(ctx, c, instances, w.bookingIDs(), w.driverIDs)
+	if h.HostClockStep = clockStep(h.Start); h.HostClockStep.Abs() > clockStepBound {
+		say("this host's clock stepped by %s during the run (wall time against monotonic time): %s cannot be judged", h.HostClockStep.Round(time.Millisecond), CodeClockOff)
+	}
 	return h, err
 }
 
