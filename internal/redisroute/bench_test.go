@@ -294,19 +294,7 @@ func BenchmarkFreshRead(b *testing.B) {
 		}},
 	}
 	for _, tc := range cases {
-		b.Run(tc.name, func(b *testing.B) {
-			b.SetParallelism(8)
-			b.ResetTimer()
-			b.RunParallel(func(pb *testing.PB) {
-				rng := rand.New(rand.NewPCG(rand.Uint64(), 2))
-				for pb.Next() {
-					if err := tc.read(context.Background(), keys[rng.IntN(len(keys))]); err != nil {
-						b.Error(err)
-					}
-				}
-			})
-			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "reads/s")
-		})
+		b.Run(tc.name, func(b *testing.B) { onRandomKeys(b, keys, "reads/s", tc.read) })
 	}
 }
 
@@ -356,18 +344,22 @@ func BenchmarkAckedWrite(b *testing.B) {
 		}},
 	}
 	for _, tc := range cases {
-		b.Run(tc.name, func(b *testing.B) {
-			b.SetParallelism(8)
-			b.ResetTimer()
-			b.RunParallel(func(pb *testing.PB) {
-				rng := rand.New(rand.NewPCG(rand.Uint64(), 2))
-				for pb.Next() {
-					if err := tc.write(context.Background(), keys[rng.IntN(len(keys))]); err != nil {
-						b.Error(err)
-					}
-				}
-			})
-			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "writes/s")
-		})
+		b.Run(tc.name, func(b *testing.B) { onRandomKeys(b, keys, "writes/s", tc.write) })
 	}
+}
+
+// onRandomKeys runs op on random keys from 8 goroutines per CPU until the
+// benchmark has its count, and reports the rate in unit.
+func onRandomKeys(b *testing.B, keys []string, unit string, op func(ctx context.Context, key string) error) {
+	b.SetParallelism(8)
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		rng := rand.New(rand.NewPCG(rand.Uint64(), 2))
+		for pb.Next() {
+			if err := op(context.Background(), keys[rng.IntN(len(keys))]); err != nil {
+				b.Error(err)
+			}
+		}
+	})
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), unit)
 }

@@ -4,9 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
-	"net/netip"
-	"strings"
+	"slices"
 	"sync"
 	"time"
 
@@ -164,35 +162,22 @@ func (r *Router) markProofFailed(a *attempt) {
 // behind one NAT address, a proxy) proves nothing: one replica's
 // acknowledgement could be taken for another's, so each is asked.
 func listedAt(list []listedReplica, addr string, offset int64) bool {
-	found := false
+	var at []listedReplica
 	for _, l := range list {
-		if !exactEndpoint(l.addr, addr) {
-			continue
-		}
-		if found {
-			return false
-		}
-		found = l.state == "online" && l.offset >= offset
-		if !found {
-			return false
+		if exactEndpoint(l.addr, addr) {
+			at = append(at, l)
 		}
 	}
-	return found
+	return len(at) == 1 && at[0].state == "online" && at[0].offset >= offset
 }
 
 // listedMaybe reports whether a primary's list may have an entry for the
 // replica at addr: one at addr, or one at an address no node of shard s
 // has (NAT, hostnames, replica-announce-ip), which may be it.
 func listedMaybe(list []listedReplica, addr string, s *shard) bool {
+	nodes := s.nodes()
 	for _, l := range list {
-		if exactEndpoint(l.addr, addr) {
-			return true
-		}
-		known := false
-		for _, n := range s.nodes() {
-			known = known || exactEndpoint(l.addr, n.addr)
-		}
-		if !known {
+		if exactEndpoint(l.addr, addr) || !slices.ContainsFunc(nodes, func(n *node) bool { return exactEndpoint(l.addr, n.addr) }) {
 			return true
 		}
 	}
@@ -320,29 +305,12 @@ func replicaVerdict(own, primary replication, primaryAddr string) string {
 	}
 }
 
-// exactEndpoint is sameEndpoint without its allowance for aliases (any two
-// loopback addresses are one host there): a proof must not take one node's
-// acknowledgement for another's. A node listed under an alias is asked
-// itself instead.
-func exactEndpoint(a, b string) bool {
-	ha, pa, errA := net.SplitHostPort(a)
-	hb, pb, errB := net.SplitHostPort(b)
-	if errA != nil || errB != nil || pa != pb {
-		return false
-	}
-	ia, errA := netip.ParseAddr(ha)
-	ib, errB := netip.ParseAddr(hb)
-	if errA != nil || errB != nil {
-		return strings.EqualFold(ha, hb)
-	}
-	return ia.Unmap() == ib.Unmap()
-}
-
 // askReplicaInfo sends INFO replication to x through its proof pool, as a
-// request the watchdog sees, and says how it failed if it did (its class), bounded by StallAfter of its own (never by the
-// proof's time: a socket timeout is the node's silence, and ejects it): a
-// node silent that long is a failed node, as the watchdog would find it
-// (which it does not while no other node answers either: a lone write).
+// request the watchdog sees, and says how it failed if it did (its class).
+// It is bounded by StallAfter of its own, never by the proof's time: a
+// socket timeout is the node's silence, and ejects it, as the watchdog
+// would (which it does not while no other node answers either: a lone
+// write).
 func (r *Router) askReplicaInfo(x *node) (replication, class, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), r.cfg.StallAfter)
 	defer cancel()

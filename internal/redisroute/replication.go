@@ -248,7 +248,17 @@ func judgeListed(l listedReplica, maxLag time.Duration) verdict {
 // by name (case-insensitive) or by IP (an IPv4-mapped IPv6 address is its
 // IPv4 address; all loopback addresses are one host). A name is not
 // resolved: a hostname matches only the same name.
-func sameEndpoint(a, b string) bool {
+func sameEndpoint(a, b string) bool { return endpointsMatch(a, b, true) }
+
+// exactEndpoint is sameEndpoint without its allowance for aliases (any two
+// loopback addresses are one host there): a write's proof (proof.go) must
+// not take one node's acknowledgement for another's. A node listed under
+// an alias is asked itself instead.
+func exactEndpoint(a, b string) bool { return endpointsMatch(a, b, false) }
+
+// endpointsMatch is sameEndpoint, with loopback addresses one host only if
+// loopbackIsOne.
+func endpointsMatch(a, b string, loopbackIsOne bool) bool {
 	ha, pa, errA := net.SplitHostPort(a)
 	hb, pb, errB := net.SplitHostPort(b)
 	if errA != nil || errB != nil || pa != pb {
@@ -263,7 +273,7 @@ func sameEndpoint(a, b string) bool {
 		return false
 	}
 	ia, ib = ia.Unmap(), ib.Unmap()
-	return ia == ib || ia.IsLoopback() && ib.IsLoopback()
+	return ia == ib || loopbackIsOne && ia.IsLoopback() && ib.IsLoopback()
 }
 
 // checkReplication, every ReplicaCheckInterval and at once when a node
