@@ -15,7 +15,7 @@ VULNDB         := build/vulndb
 # keeps timing-sensitive resilience tests honest on a 2-core machine.
 TESTFLAGS ?= -race -count=1 -p 1 -timeout 20m
 
-.PHONY: all build image-bin vulncheck test demo redis iptables wrk prometheus chromium console-screenshot fmt-check vet bench drill spike spike-rounds spike-fleet capacity verify clean
+.PHONY: all build image-bin vulncheck test demo redis iptables wrk prometheus chromium console-screenshot fmt-check vet bench bench-http drill spike spike-rounds spike-fleet capacity verify clean
 
 all: build
 
@@ -104,6 +104,17 @@ test: redis iptables prometheus chromium fmt-check vet vulncheck
 # Throughput, Apollo next to go-redis v9 in the same run (figures in the README).
 bench: redis wrk
 	$(GO) test -run '^$$' -bench . -benchtime 5s ./internal/redisroute/ ./internal/app/
+
+# The batch read through the store and through HTTP, the load generator on
+# CPUs of its own: this machine's last CPU for it, the others for Apollo and
+# its cluster (needs two CPUs or more; figures in the README). Three rounds,
+# each on a fresh cluster, so that each round's ratio is taken in one sitting.
+bench-http: redis wrk
+	@n=$$(nproc --all); [ "$$n" -ge 2 ] || { echo "bench-http needs 2 CPUs or more, this machine has $$n"; exit 1; }; \
+	$(GO) test -c -o bin/app.test ./internal/app/ && \
+	for round in 1 2 3; do \
+	  taskset -c 0-$$((n-2)) ./bin/app.test -test.run '^$$' -test.bench 'BatchGet20/(store|http-wrk)$$' -test.benchtime 10s -loadgen-cpus $$((n-1)) || exit 1; \
+	done
 
 # The 2019 incident, reproduced and survived (about 4 minutes per scenario).
 drill: redis build

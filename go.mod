@@ -15,6 +15,7 @@ require (
 	github.com/redis/go-redis/v9 v9.23.0
 	github.com/redis/rueidis v1.0.79
 	go.uber.org/goleak v1.3.0
+	golang.org/x/sys v0.48.0
 	golang.org/x/time v0.16.0
 	k8s.io/api v0.37.2
 	sigs.k8s.io/json v0.0.0-20250730193827-2d320260d730
@@ -41,7 +42,6 @@ require (
 	go.yaml.in/yaml/v2 v2.4.4 // indirect
 	go.yaml.in/yaml/v4 v4.0.0 // indirect
 	golang.org/x/net v0.59.0 // indirect
-	golang.org/x/sys v0.48.0 // indirect
 	golang.org/x/text v0.42.0 // indirect
 	google.golang.org/protobuf v1.36.12 // indirect
 	gopkg.in/inf.v0 v0.9.1 // indirect

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os/exec"
+	"runtime"
 	"strconv"
 	"testing"
 	"time"
@@ -46,8 +47,12 @@ func BenchmarkBatchGet20(b *testing.B) {
 		}
 		return out
 	}
+	// The store row's callers and the HTTP rows' connections are as many,
+	// whatever GOMAXPROCS (1 under `make bench-http`).
+	const callers = 16
+	checkLoadgenApart(b)
 	b.Run("store", func(b *testing.B) {
-		b.SetParallelism(8)
+		b.SetParallelism(max(1, callers/runtime.GOMAXPROCS(0)))
 		cpu, redisCPU := capacity.SelfCPU(), clusterCPU(b, c)
 		b.ResetTimer()
 		b.RunParallel(func(pb *testing.PB) {
@@ -70,7 +75,7 @@ func BenchmarkBatchGet20(b *testing.B) {
 		return func(b *testing.B) {
 			cpu, redisCPU := capacity.SelfCPU(), clusterCPU(b, c)
 			b.ResetTimer()
-			got := run(b, loadgenSpec{URL: api + "/v1/drivers/batch-get", Calls: b.N, Workers: 16, IDs: len(ids)})
+			got := run(b, loadgenSpec{URL: api + "/v1/drivers/batch-get", Calls: b.N, Workers: callers, IDs: len(ids)})
 			b.StopTimer()
 			server := capacity.SelfCPU() - cpu
 			b.ReportMetric((clusterCPU(b, c)-redisCPU)*1e6/float64(got.Calls), "redis-cpu-µs/call")

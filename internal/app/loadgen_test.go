@@ -49,7 +49,8 @@ func runLoadgen(b *testing.B, spec loadgenSpec) loadgenResult {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^$")
+	name, args := loadgenCommand(b, os.Args[0], "-test.run=^$")
+	cmd := exec.CommandContext(ctx, name, args...)
 	cmd.Env = append(os.Environ(), loadgenEnv+"="+string(js))
 	// It must not outlive this process, however this one ends.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}

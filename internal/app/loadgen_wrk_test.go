@@ -60,8 +60,9 @@ func runWrk(b *testing.B, wrk string, d time.Duration, spec loadgenSpec) loadgen
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), d+time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, wrk, "-t", strconv.Itoa(wrkThreads), "-c", strconv.Itoa(spec.Workers),
+	name, args := loadgenCommand(b, wrk, "-t", strconv.Itoa(wrkThreads), "-c", strconv.Itoa(spec.Workers),
 		"-d", strconv.Itoa(int(d.Round(time.Second).Seconds()))+"s", "--timeout", "10s", "-s", script, spec.URL, "--", strconv.Itoa(spec.IDs))
+	cmd := exec.CommandContext(ctx, name, args...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	cmd.WaitDelay = 5 * time.Second
 	var stdout, stderr bytes.Buffer
