@@ -54,7 +54,9 @@ reaches it, until a replica is promoted: needs iptables and root),
 reshard (redis-cli moves 1000 slots and their keys from the primary serving
 the most to another, under the workload: needs redis-cli), cluster-restart
 (every node killed and restarted from its data directory: what survives is
---persistence's), or all. Each node has a loopback address
+--persistence's), primary-slow, replica-slow (the node stopped 500 ms of
+every 650 ms, SIGSTOP and SIGCONT, never long enough to be failed over: a
+grey node that takes, late, what it was sent), or all. Each node has a loopback address
 of its own (127.A.B.n), so that a partition can be made between them.
 A failing partition's porcupine view is written as HTML next to the report.
 Exit code: 0 every check passed, 3 a violation, 4 a check undecided (and

@@ -51,6 +51,7 @@ func Hang(c *localcluster.Cluster, label string, nodes ...*localcluster.Node) Fa
 type slow struct {
 	c         *localcluster.Cluster
 	n         *localcluster.Node
+	label     string
 	stop, run time.Duration
 	cancel    context.CancelFunc
 	wg        sync.WaitGroup
@@ -58,12 +59,13 @@ type slow struct {
 
 // Slow injects latency on a node with SIGSTOP/SIGCONT pulses (tc netem is
 // not available here): every request waits up to `stop`.
-func Slow(c *localcluster.Cluster, n *localcluster.Node, stop, run time.Duration) Fault {
-	return &slow{c: c, n: n, stop: stop, run: run}
+// label says which node it is ("replica", "primary").
+func Slow(c *localcluster.Cluster, n *localcluster.Node, label string, stop, run time.Duration) Fault {
+	return &slow{c: c, n: n, label: label, stop: stop, run: run}
 }
 
 func (s *slow) Name() string {
-	return fmt.Sprintf("slow replica %s (paused %s of every %s)", s.n.Addr, s.stop, s.stop+s.run)
+	return fmt.Sprintf("slow %s %s (paused %s of every %s)", s.label, s.n.Addr, s.stop, s.stop+s.run)
 }
 
 func (s *slow) Inject(ctx context.Context) error {

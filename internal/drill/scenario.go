@@ -66,7 +66,7 @@ func (s Scenario) Fault(ctx context.Context, c *localcluster.Cluster) (Fault, er
 	case PrimaryCrash:
 		return Crash(c, primary, "primary"), nil
 	case SlowReplica:
-		return Slow(c, replicas[0], 40*time.Millisecond, 60*time.Millisecond), nil
+		return Slow(c, replicas[0], "replica", 40*time.Millisecond, 60*time.Millisecond), nil
 	case ReshardSlots:
 		return Reshard(c, 1000), nil
 	case FullOutage:

@@ -103,6 +103,8 @@ func rows() []row {
 					{`sum by (outcome) (rate(apollo_redis_retries_total{instance=~"$instance"}[$__rate_interval]))`, "retry {{outcome}}"},
 					{`sum by (outcome) (rate(apollo_redis_read_fallbacks_total{instance=~"$instance"}[$__rate_interval]))`, "fallback {{outcome}}"},
 				}},
+			{"Write proof", "Replicas each acknowledged write was checked against, by verdict: listed (its primary lists it holding the write), holds (it said so itself), out_of_step (held behind: not waited for), down (a failed node), unconfirmed (stayed behind the write, refused, or answered as a primary: the write was answered 503).", "ops",
+				[]Query{{`sum by (verdict) (rate(apollo_redis_write_proof_replicas_total{instance=~"$instance"}[$__rate_interval]))`, "{{verdict}}"}}},
 			{"Replicas behind", "1 while a replica is too far behind its primary to serve reads.", "short",
 				[]Query{{`max by (node) (apollo_redis_replica_behind{instance=~"$instance"})`, "{{node}}"}}},
 			{"Node memory", "used_memory and maxmemory per node (0: no limit). At its maxmemory a noeviction node refuses every write (OOM, a 503 for every change on its shard).", "bytes",

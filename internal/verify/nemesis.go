@@ -20,8 +20,15 @@ import (
 // without --faults injects them.
 func FaultNames() []string {
 	return []string{"replica-crash", "replica-hang", "primary-crash", "primary-hang", "primary-full", "primary-disk", "switchover", "forced-switchover", "handshake", "busy-script", "instance-kill",
-		"instance-pause", "instance-clock", "primary-partition", "reshard", "cluster-restart", "replica-resync"}
+		"instance-pause", "instance-clock", "primary-partition", "reshard", "cluster-restart", "replica-resync", "primary-slow", "replica-slow"}
 }
+
+// slowStop and slowRun are the slow faults' pulses: the node is stopped
+// for slowStop of every slowStop+slowRun, far below the cluster's node
+// timeout, so it is never failed over: a grey node, slow to everyone and
+// replaced by no one. A pause is longer than the router's stall bound, so
+// requests to it time out while it still takes, later, what they sent.
+const slowStop, slowRun = 500 * time.Millisecond, 150 * time.Millisecond
 
 // instanceClockOff is how far off the instance-clock fault sets an
 // instance's clock: beyond the reservation TTL and the slack of G4 and G5,
@@ -154,6 +161,10 @@ func (n *nemesis) fault(ctx context.Context, name string) (drill.Fault, error) {
 		return n.resync(n.pick(replicas), primary), nil
 	case "replica-hang":
 		return drill.Hang(n.c, "replica "+replicas[0].Addr, replicas[0]), nil
+	case "replica-slow":
+		return drill.Slow(n.c, n.pick(replicas), "replica", slowStop, slowRun), nil
+	case "primary-slow":
+		return drill.Slow(n.c, primary, "primary", slowStop, slowRun), nil
 	case "primary-crash":
 		return n.failover(primary, replicas), nil
 	case "primary-hang":
