@@ -56,7 +56,11 @@ the most to another, under the workload: needs redis-cli), cluster-restart
 (every node killed and restarted from its data directory: what survives is
 --persistence's), primary-slow, replica-slow (the node stopped 500 ms of
 every 650 ms, SIGSTOP and SIGCONT, never long enough to be failed over: a
-grey node that takes, late, what it was sent), or all. Each node has a loopback address
+grey node that takes, late, what it was sent), conn-kill (every client
+connection of one node closed every 200 ms, CLIENT KILL: requests in flight
+lose their answers), primary-pause-writes (CLIENT PAUSE WRITE on a primary for
+the fault's length, as a manual failover does: reads go on, writes wait), or
+all. Each node has a loopback address
 of its own (127.A.B.n), so that a partition can be made between them.
 A failing partition's porcupine view is written as HTML next to the report.
 Exit code: 0 every check passed, 3 a violation, 4 a check undecided (and

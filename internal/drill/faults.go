@@ -45,50 +45,87 @@ func Hang(c *localcluster.Cluster, label string, nodes ...*localcluster.Node) Fa
 	}
 }
 
-// slow makes a node answer late: it is stopped for `stop`, then runs for
-// `run`, over and over. The pulses goroutine is owned by the fault: Heal
-// stops it and waits for it.
-type slow struct {
-	c         *localcluster.Cluster
-	n         *localcluster.Node
-	label     string
-	stop, run time.Duration
-	cancel    context.CancelFunc
-	wg        sync.WaitGroup
-}
-
 // Slow injects latency on a node with SIGSTOP/SIGCONT pulses (tc netem is
-// not available here): every request waits up to `stop`.
-// label says which node it is ("replica", "primary").
+// not available here): every request waits up to `stop`. label says which
+// node it is ("replica", "primary").
 func Slow(c *localcluster.Cluster, n *localcluster.Node, label string, stop, run time.Duration) Fault {
-	return &slow{c: c, n: n, label: label, stop: stop, run: run}
+	return &repeat{
+		label: fmt.Sprintf("slow %s %s (paused %s of every %s)", label, n.Addr, stop, stop+run),
+		once: func(ctx context.Context) {
+			_ = n.Pause()
+			sleep(ctx, stop)
+			_ = n.Resume()
+			sleep(ctx, run)
+		},
+		heal: func(ctx context.Context) error { return errors.Join(n.Resume(), c.WaitHealthy(ctx)) },
+	}
 }
 
-func (s *slow) Name() string {
-	return fmt.Sprintf("slow %s %s (paused %s of every %s)", s.label, s.n.Addr, s.stop, s.stop+s.run)
+// KillConnections closes every client connection of a node (CLIENT KILL
+// TYPE normal) every `every`: requests in flight lose their answers,
+// though the node may have run them, and new connections must be made.
+// Replication links and the cluster bus are not such clients and go on.
+func KillConnections(c *localcluster.Cluster, n *localcluster.Node, label string, every time.Duration) Fault {
+	cl := n.Client()
+	return &repeat{
+		label: fmt.Sprintf("%s %s's client connections killed every %s", label, n.Addr, every),
+		once: func(ctx context.Context) {
+			_ = cl.Do(ctx, "CLIENT", "KILL", "TYPE", "normal", "SKIPME", "yes").Err()
+			sleep(ctx, every)
+		},
+		heal: func(ctx context.Context) error { return errors.Join(cl.Close(), c.WaitHealthy(ctx)) },
+	}
 }
 
-func (s *slow) Inject(ctx context.Context) error {
-	ctx, s.cancel = context.WithCancel(context.WithoutCancel(ctx))
-	s.wg.Add(1)
+// PauseWrites makes a node hold every write it is sent (CLIENT PAUSE
+// WRITE), as a manual failover does to its primary: reads go on, writes
+// and WAIT wait, and run once it ends. At most for `bound`, should Heal
+// never come; Heal ends it (CLIENT UNPAUSE).
+func PauseWrites(c *localcluster.Cluster, n *localcluster.Node, label string, bound time.Duration) Fault {
+	do := func(ctx context.Context, args ...any) error {
+		cl := n.Client()
+		defer cl.Close()
+		return cl.Do(ctx, args...).Err()
+	}
+	return FaultFunc{
+		Label:    fmt.Sprintf("%s %s holds writes (CLIENT PAUSE WRITE)", label, n.Addr),
+		InjectFn: func(ctx context.Context) error { return do(ctx, "CLIENT", "PAUSE", bound.Milliseconds(), "WRITE") },
+		HealFn: func(ctx context.Context) error {
+			return errors.Join(do(ctx, "CLIENT", "UNPAUSE"), c.WaitHealthy(ctx))
+		},
+	}
+}
+
+// repeat does `once` over and over from Inject until Heal, then `heal`.
+// Its goroutine is owned by the fault: Heal stops it and waits for it.
+type repeat struct {
+	label  string
+	once   func(context.Context)
+	heal   func(context.Context) error
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+func (r *repeat) Name() string { return r.label }
+
+func (r *repeat) Inject(ctx context.Context) error {
+	ctx, r.cancel = context.WithCancel(context.WithoutCancel(ctx))
+	r.wg.Add(1)
 	go func() {
-		defer s.wg.Done()
+		defer r.wg.Done()
 		for ctx.Err() == nil {
-			_ = s.n.Pause()
-			sleep(ctx, s.stop)
-			_ = s.n.Resume()
-			sleep(ctx, s.run)
+			r.once(ctx)
 		}
 	}()
 	return nil
 }
 
-func (s *slow) Heal(ctx context.Context) error {
-	if s.cancel != nil {
-		s.cancel()
-		s.wg.Wait()
+func (r *repeat) Heal(ctx context.Context) error {
+	if r.cancel != nil {
+		r.cancel()
+		r.wg.Wait()
 	}
-	return errors.Join(s.n.Resume(), s.c.WaitHealthy(ctx))
+	return r.heal(ctx)
 }
 
 func sleep(ctx context.Context, d time.Duration) {

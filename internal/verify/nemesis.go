@@ -20,7 +20,7 @@ import (
 // without --faults injects them.
 func FaultNames() []string {
 	return []string{"replica-crash", "replica-hang", "primary-crash", "primary-hang", "primary-full", "primary-disk", "switchover", "forced-switchover", "handshake", "busy-script", "instance-kill",
-		"instance-pause", "instance-clock", "primary-partition", "reshard", "cluster-restart", "replica-resync", "primary-slow", "replica-slow"}
+		"instance-pause", "instance-clock", "primary-partition", "reshard", "cluster-restart", "replica-resync", "primary-slow", "replica-slow", "conn-kill", "primary-pause-writes"}
 }
 
 // slowStop and slowRun are the slow faults' pulses: the node is stopped
@@ -29,6 +29,9 @@ func FaultNames() []string {
 // replaced by no one. A pause is longer than the router's stall bound, so
 // requests to it time out while it still takes, later, what they sent.
 const slowStop, slowRun = 500 * time.Millisecond, 150 * time.Millisecond
+
+// connKillEvery is how often conn-kill closes a node's client connections.
+const connKillEvery = 200 * time.Millisecond
 
 // instanceClockOff is how far off the instance-clock fault sets an
 // instance's clock: beyond the reservation TTL and the slack of G4 and G5,
@@ -165,6 +168,12 @@ func (n *nemesis) fault(ctx context.Context, name string) (drill.Fault, error) {
 		return drill.Slow(n.c, n.pick(replicas), "replica", slowStop, slowRun), nil
 	case "primary-slow":
 		return drill.Slow(n.c, primary, "primary", slowStop, slowRun), nil
+	case "conn-kill":
+		// Every request in flight to the node loses its answer, over and
+		// over: writes of unknown outcome, connections made again.
+		return drill.KillConnections(n.c, n.pick(append(replicas, primary)), "node", connKillEvery), nil
+	case "primary-pause-writes":
+		return drill.PauseWrites(n.c, primary, "primary", n.hold+30*time.Second), nil
 	case "primary-crash":
 		return n.failover(primary, replicas), nil
 	case "primary-hang":
