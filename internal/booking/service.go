@@ -48,9 +48,14 @@ type Store interface {
 	Get(ctx context.Context, id string) (Booking, error)
 	// Exists says whether a booking may be stored: a plain read of its
 	// primary, not confirmed by a replica, for the lookup before a create
-	// (whose own write is confirmed). A yes is read again with Get before
+	// (whose own write is confirmed). A yes is read again with Keep before
 	// anything is returned.
 	Exists(ctx context.Context, id string) (bool, error)
+	// Keep returns a stored booking for an idempotent retry, confirmed,
+	// once no Withdraw can delete it any more (ErrNotFound if there is
+	// none): the create it retries may be withdrawing it, and the retry is
+	// about to report it. A failure is never ErrUnconfirmed.
+	Keep(ctx context.Context, id string) (Booking, error)
 	Update(ctx context.Context, old, next Booking) error
 	// Claim returns up to limit open bookings due by now from the
 	// partitions of the leases, earliest first in each, and holds each
@@ -66,7 +71,7 @@ type Store interface {
 	// Forget removes a booking from the open index.
 	Forget(ctx context.Context, id string) error
 	// Withdraw deletes a booking that was just created and never
-	// reported as created, unless something has changed it since.
+	// reported as created, unless something has changed or kept it since.
 	Withdraw(ctx context.Context, b Booking) error
 }
 
@@ -274,14 +279,15 @@ func (s *Service) Create(ctx context.Context, req Request) (Booking, error) {
 
 // existing is the booking an idempotent retry already created, if any. Most
 // lookups find none (a storm's hotspot is mostly bookings turned away), so
-// they cost one plain read; only one that finds a booking pays for a
-// confirmed read, since only then is something returned.
+// they cost one plain read; only one that finds a booking pays for keeping
+// it (a confirmed write), since only then is something returned, and the
+// attempt it retries may be about to withdraw it.
 func (s *Service) existing(ctx context.Context, id string) (Booking, bool, error) {
 	ok, err := s.store.Exists(ctx, id)
 	if err != nil || !ok {
 		return Booking{}, false, err
 	}
-	b, err := s.store.Get(ctx, id)
+	b, err := s.store.Keep(ctx, id)
 	if errors.Is(err, ErrNotFound) {
 		return Booking{}, false, nil // withdrawn since
 	}

@@ -46,16 +46,18 @@ type memStore struct {
 	// Update's context deadlines (zero: none).
 	withdrawDeadline, updateDeadline time.Time
 	failGet                          map[string]bool // Get of these fails, as an unreadable record would
+	kept                             map[string]bool // kept by a retry: Withdraw leaves them
 }
 
 func newMemStore() *memStore {
-	return &memStore{bks: map[string]Booking{}, due: map[string]time.Time{}}
+	return &memStore{bks: map[string]Booking{}, due: map[string]time.Time{}, kept: map[string]bool{}}
 }
 
 func (m *memStore) Create(_ context.Context, b Booking) (Booking, bool, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if old, ok := m.bks[b.ID]; ok {
+		m.kept[b.ID] = true // as the store's retry path keeps it
 		return old, false, nil
 	}
 	b.Version = 1
@@ -77,6 +79,16 @@ func (m *memStore) Get(_ context.Context, id string) (Booking, error) {
 		return b, ErrNotFound
 	}
 	return b, nil
+}
+
+func (m *memStore) Keep(ctx context.Context, id string) (Booking, error) {
+	b, err := m.Get(ctx, id)
+	if err == nil {
+		m.mu.Lock()
+		m.kept[id] = true
+		m.mu.Unlock()
+	}
+	return b, err
 }
 
 func (m *memStore) Exists(_ context.Context, id string) (bool, error) {
@@ -143,7 +155,7 @@ func (m *memStore) Withdraw(ctx context.Context, b Booking) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.withdrawDeadline, _ = ctx.Deadline()
-	if m.bks[b.ID].Version == 1 {
+	if m.bks[b.ID].Version == 1 && !m.kept[b.ID] {
 		delete(m.bks, b.ID)
 		delete(m.due, b.ID)
 	}
@@ -669,6 +681,36 @@ func TestAnUnconfirmedCreateIsWithdrawnAndNeverAllocated(t *testing.T) {
 	r.store.mu.Unlock()
 	if stored != 0 || indexed != 0 || r.fleet.calls != 0 {
 		t.Errorf("after an unconfirmed create: %d bookings stored, %d indexed, %d allocations; want none", stored, indexed, r.fleet.calls)
+	}
+}
+
+// A retry that finds its booking and reports it keeps it first: the
+// attempt it retries, unconfirmed, may still be about to withdraw it, and
+// must then leave it (G3). Here the first attempt's create has stored the
+// booking and its withdrawal comes after the retry's answer.
+func TestARetryKeepsTheBookingItReportsFromItsFirstAttemptsWithdrawal(t *testing.T) {
+	ctx := context.Background()
+	r := newRig(t)
+	r.store.unconfirmed = true
+	if _, err := r.svc.Create(ctx, req("k")); !errors.Is(err, ErrUnconfirmed) {
+		t.Fatalf("first attempt = %v, want ErrUnconfirmed", err)
+	}
+	// Its withdrawal has not run yet: put back what its create stored.
+	id := ID("rider-1", "k")
+	r.store.mu.Lock()
+	r.store.unconfirmed = false
+	first := Booking{ID: id, RiderID: "rider-1", Status: Searching, Version: 1}
+	r.store.bks[id] = first
+	r.store.mu.Unlock()
+	got, err := r.svc.Create(ctx, req("k"))
+	if err != nil || got.ID != id {
+		t.Fatalf("retry = %+v, %v; want the stored booking", got, err)
+	}
+	if err := r.store.Withdraw(ctx, first); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.svc.Get(ctx, id); err != nil {
+		t.Fatalf("after the first attempt's late withdrawal, Get = %v; want the booking the retry reported", err)
 	}
 }
 

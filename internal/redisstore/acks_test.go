@@ -188,33 +188,10 @@ func TestARetriedCreateNeverWithdrawsNorReturnsAnUnconfirmedBooking(t *testing.T
 	s := redisstore.NewBookings(newRouterFor(t, c), 1, ps)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	cl := c.Primary(ctx, 0).Client()
-	slots, err := cl.ClusterSlots(ctx).Result()
-	cl.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
-	shardOf := func(key string) int {
-		for i := range 3 {
-			if owns(slots, c.Primary(ctx, i).Addr, redisroute.Slot(key)) {
-				return i
-			}
-		}
-		t.Fatalf("no shard owns %s", key)
-		return -1
-	}
-	var b booking.Booking
-	for i := 0; ; i++ {
-		id := fmt.Sprintf("bk-retried-%d", i)
-		if shardOf("apollo:bk:{"+id+"}") != shardOf(ps.OpenKey(ps.Of(id))) {
-			b = searchingBooking(id)
-			break
-		}
-	}
+	b, replica := bookingApartFromItsIndex(ctx, t, c, ps, "bk-retried")
 	if _, created, err := s.Create(ctx, b); err != nil || !created {
 		t.Fatalf("create = %v, %v", created, err)
 	}
-	replica := c.Replicas(ctx, shardOf("apollo:bk:{"+b.ID+"}"))[0]
 	if err := replica.Pause(); err != nil {
 		t.Fatal(err)
 	}
@@ -241,4 +218,84 @@ func owns(slots []redis.ClusterSlot, addr string, slot int) bool {
 		}
 	}
 	return false
+}
+
+// bookingApartFromItsIndex is a new booking (its ID begins with prefix)
+// whose key and open-index partition live on different shards, so that
+// pausing the replica of the booking's shard (returned) leaves the index
+// write acknowledged and fails the booking's own.
+func bookingApartFromItsIndex(ctx context.Context, t *testing.T, c *localcluster.Cluster, ps redisstore.Partitions, prefix string) (booking.Booking, *localcluster.Node) {
+	t.Helper()
+	cl := c.Primary(ctx, 0).Client()
+	slots, err := cl.ClusterSlots(ctx).Result()
+	cl.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	shardOf := func(key string) int {
+		for i := range c.Config().Primaries {
+			if owns(slots, c.Primary(ctx, i).Addr, redisroute.Slot(key)) {
+				return i
+			}
+		}
+		t.Fatalf("no shard owns %s", key)
+		return -1
+	}
+	for i := 0; ; i++ {
+		id := fmt.Sprintf("%s-%d", prefix, i)
+		if shard := shardOf("apollo:bk:{" + id + "}"); shard != shardOf(ps.OpenKey(ps.Of(id))) {
+			return searchingBooking(id), c.Replicas(ctx, shard)[0]
+		}
+	}
+}
+
+// A create whose write no replica acknowledged is withdrawn by its own
+// request, after it answered; a retry with the same key that found the
+// booking meanwhile reported it to the rider. The withdrawal, coming
+// after the retry's answer, must not delete what the rider was told
+// exists (G3). The two requests' steps are taken here in that order.
+func TestALateWithdrawalNeverDeletesABookingARetryReported(t *testing.T) {
+	c := clustertest.Start(t, func(cfg *localcluster.Config) { cfg.Primaries, cfg.Replicas = 3, 1 })
+	ps := partitions(t, 8)
+	s := redisstore.NewBookings(newRouterFor(t, c), 1, ps)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	b, replica := bookingApartFromItsIndex(ctx, t, c, ps, "bk-late-withdrawal")
+	if err := replica.Pause(); err != nil {
+		t.Fatal(err)
+	}
+	defer replica.Resume()
+	// The first attempt: stored on the primary, not acknowledged.
+	if _, _, err := s.Create(ctx, b); !errors.Is(err, booking.ErrUnconfirmed) {
+		t.Fatalf("create with the replica paused = %v, want booking.ErrUnconfirmed", err)
+	}
+	if err := replica.Resume(); err != nil {
+		t.Fatal(err)
+	}
+	// The retry, once the replica is back: it finds the booking and
+	// reports it (Create's own path, and the pipeline's lookup before it).
+	for {
+		got, created, err := s.Create(ctx, b)
+		if err == nil {
+			if created || got.ID != b.ID {
+				t.Fatalf("retry = %+v, %v; want the stored booking, not created", got, created)
+			}
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("the retry never found the booking: %v", err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	// The pipeline's own lookup before a create keeps it too.
+	if got, err := s.Keep(ctx, b.ID); err != nil || got.ID != b.ID || got.Version != 1 {
+		t.Fatalf("keep = %+v, %v; want the stored booking at version 1", got, err)
+	}
+	// The first attempt's withdrawal, late.
+	if err := s.Withdraw(ctx, b); err != nil {
+		t.Fatalf("withdraw = %v", err)
+	}
+	if got, err := s.Get(ctx, b.ID); err != nil || got.ID != b.ID {
+		t.Fatalf("after the late withdrawal, get = %+v, %v; want the booking the retry reported", got, err)
+	}
 }

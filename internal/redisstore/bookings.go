@@ -43,11 +43,26 @@ redis.call('HSET', KEYS[1], 'json', ARGV[2], 'v', v + 1)
 return {1, v + 1}
 `
 
-// withdrawScript deletes a booking still at version 1: {1} if deleted.
+// withdrawScript deletes a booking still at version 1 that no retry has
+// kept (see keepScript): 1 if deleted.
 const withdrawScript = `
-if tonumber(redis.call('HGET', KEYS[1], 'v') or '-1') ~= 1 then return 0 end
+if tonumber(redis.call('HGET', KEYS[1], 'v') or '-1') ~= 1 or redis.call('HEXISTS', KEYS[1], 'kept') == 1 then return 0 end
 redis.call('DEL', KEYS[1])
 return 1
+`
+
+// keepScript marks a stored booking kept, so that no withdrawal deletes it
+// from now on, and returns it: {json, version}, or false if there is none.
+// Its version is deleted and set again first: a node at its maxmemory
+// refuses a script only before its first write, and a delete is allowed
+// there (as a confirmed read's fence does), so a retry still finds its
+// booking on a full primary.
+const keepScript = `
+local v = redis.call('HGET', KEYS[1], 'v')
+if not v then return false end
+redis.call('HDEL', KEYS[1], 'v')
+redis.call('HSET', KEYS[1], 'v', v, 'kept', 1)
+return redis.call('HMGET', KEYS[1], 'json', 'v')
 `
 
 // claimOpenScript is claimScript on a partition of the open index
@@ -69,6 +84,7 @@ type Bookings struct {
 	update   script
 	claim    script
 	withdraw script
+	keep     script
 	// Acks is how many replicas must acknowledge a new booking before it is
 	// reported as created (WAIT); 0 on a cluster without replicas.
 	acks int
@@ -80,7 +96,8 @@ type Bookings struct {
 // partitions ps; acks replicas must confirm writes.
 func NewBookings(r router, acks int, ps Partitions) *Bookings {
 	b := &Bookings{r: r, ps: ps, create: newGuardedScript(createBookingScript), update: newGuardedScript(updateBookingScript),
-		claim: newScript(claimOpenScript), withdraw: newGuardedScript(withdrawScript), acks: acks}
+		claim: newScript(claimOpenScript), withdraw: newGuardedScript(withdrawScript),
+		keep: newGuardedScript(keepScript), acks: acks}
 	b.watch.sub, _ = r.(subscriber)
 	return b
 }
@@ -138,12 +155,12 @@ func (s *Bookings) Create(ctx context.Context, b booking.Booking) (booking.Booki
 
 // existing is the booking a create found already stored (an idempotent
 // retry). The script wrote nothing, so the WAIT after it confirmed nothing:
-// the booking is read again, confirmed, before it is returned. A failure
-// is never booking.ErrUnconfirmed, on which the pipeline withdraws what it
-// takes for its own new write: this booking may have been reported
-// created.
+// the booking is kept (see Keep), which confirms it, before it is
+// returned. A failure is never booking.ErrUnconfirmed, on which the
+// pipeline withdraws what it takes for its own new write: this booking may
+// have been reported created.
 func (s *Bookings) existing(ctx context.Context, id string) (booking.Booking, bool, error) {
-	stored, err := s.Get(ctx, id)
+	stored, err := s.Keep(ctx, id)
 	switch {
 	case errors.Is(err, booking.ErrNotFound):
 		// Withdrawn between the two: the retry may try again.
@@ -164,6 +181,12 @@ func (s *Bookings) existing(ctx context.Context, id string) (booking.Booking, bo
 func (s *Bookings) Get(ctx context.Context, id string) (booking.Booking, error) {
 	key := bookingKey(id)
 	res := s.r.Exec(ctx, []redisroute.Cmd{{Args: []any{"HMGET", key, "json", "v"}, Key: key, Fresh: true, Acks: s.acks}})[0]
+	return storedBooking(id, res)
+}
+
+// storedBooking is the booking in a reply of {json, version}: Get's and
+// Keep's. booking.ErrNotFound when the reply has none.
+func storedBooking(id string, res redisroute.Result) (booking.Booking, error) {
 	if res.Err != nil {
 		return booking.Booking{}, storeErr(res.Err)
 	}
@@ -177,6 +200,20 @@ func (s *Bookings) Get(ctx context.Context, id string) (booking.Booking, error) 
 	}
 	b.Version = toInt(vals[1])
 	return b, nil
+}
+
+// Keep returns a stored booking for an idempotent retry, after marking it
+// kept: its first attempt, unacknowledged, withdraws it after answering,
+// and a retry may have found it and reported it in between; a kept booking
+// is never withdrawn. The mark is a write acknowledged like a create and
+// proven against every replica, so what is returned is confirmed as Get's
+// answer is. booking.ErrNotFound if there is none. An unacknowledged mark
+// is ErrUnavailable, never booking.ErrUnconfirmed (on which the pipeline
+// withdraws its own write): the booking may have been reported created.
+func (s *Bookings) Keep(ctx context.Context, id string) (booking.Booking, error) {
+	cmd := s.keep.cmd(bookingKey(id))
+	cmd.Acks = s.acks
+	return storedBooking(id, s.keep.exec(ctx, s.r, []redisroute.Cmd{cmd})[0])
 }
 
 // Exists says whether the booking is on its primary: a plain read, not
@@ -313,7 +350,7 @@ func (s *Bookings) Withdraw(ctx context.Context, b booking.Booking) error {
 		return storeErr(res.Err)
 	}
 	if n, _ := res.Val.(int64); n != 1 {
-		return nil // it moved on: a retry with its key made it real
+		return nil // it moved on, or a retry with its key kept it: it is real
 	}
 	return s.r.Exec(ctx, []redisroute.Cmd{s.forget(b.ID), redisroute.Write("SPUBLISH", s.ps.channel(s.ps.Of(b.ID)), b.ID)}).Err()
 }

@@ -55,6 +55,7 @@ func TestEveryScriptThatWritesARecordRefusesPastItsDeadline(t *testing.T) {
 		{"create booking", newGuardedScript(createBookingScript), []any{`{"id":"b"}`, 600}},
 		{"update booking", newGuardedScript(updateBookingScript), []any{1, `{"id":"b"}`}},
 		{"withdraw booking", newGuardedScript(withdrawScript), nil},
+		{"keep booking", newGuardedScript(keepScript), nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			for _, past := range []bool{true, false} {

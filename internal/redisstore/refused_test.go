@@ -81,3 +81,30 @@ func setMaxmemory(v string) func(*localcluster.Node, context.Context) error {
 		return cl.ConfigSet(ctx, "maxmemory", v).Err()
 	}
 }
+
+// An idempotent retry keeps the booking it finds before it returns it, a
+// write (see Bookings.Keep); on a primary at its maxmemory it must still
+// find it, as the confirmed read it replaced did, however often it comes.
+func TestARetryStillFindsItsBookingOnAFullPrimary(t *testing.T) {
+	c := clustertest.Start(t, func(cfg *localcluster.Config) { cfg.Primaries, cfg.Replicas = 1, 1 })
+	s := redisstore.NewBookings(newRouterFor(t, c), 1, partitions(t, 8))
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	b := searchingBooking("bk-full-retry")
+	if _, created, err := s.Create(ctx, b); err != nil || !created {
+		t.Fatalf("create = %v, %v", created, err)
+	}
+	primary := c.Primary(ctx, 0)
+	if err := setMaxmemory("1")(primary, ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer setMaxmemory("0")(primary, context.Background())
+	if _, _, err := s.Create(ctx, searchingBooking("bk-full-new")); !errors.Is(err, redisstore.ErrFull) {
+		t.Fatalf("a new create on the full primary = %v, want ErrFull: the node is not full", err)
+	}
+	for i := range 3 {
+		if got, err := s.Keep(ctx, b.ID); err != nil || got.ID != b.ID || got.Version != 1 {
+			t.Fatalf("keep %d on the full primary = %+v, %v; want the booking", i+1, got, err)
+		}
+	}
+}
