@@ -251,7 +251,8 @@ func (s *Service) Create(ctx context.Context, req Request) (Booking, error) {
 	if errors.Is(err, ErrUnconfirmed) {
 		// The rider will hear it failed, so it must not go on: a failover
 		// could lose it, and if none does it would be allocated later, a
-		// ride for a rider who was told there is none.
+		// ride for a rider who was told there is none. A retry with the
+		// same key that found it meanwhile has kept it, and then it stays.
 		wctx, cancel := detached(ctx)
 		defer cancel()
 		if werr := s.store.Withdraw(wctx, b); werr != nil {

@@ -43,10 +43,13 @@ redis.call('HSET', KEYS[1], 'json', ARGV[2], 'v', v + 1)
 return {1, v + 1}
 `
 
-// withdrawScript deletes a booking still at version 1 that no retry has
-// kept (see keepScript): 1 if deleted.
+// withdrawScript deletes the booking one create attempt stored, ARGV[1]
+// being the record that attempt wrote (version 1, its own times), unless a
+// retry has kept it (see keepScript): 1 if deleted. Another attempt's
+// record (a retry that created the booking anew on a primary promoted
+// without the first one's) or a version moved on is left alone.
 const withdrawScript = `
-if tonumber(redis.call('HGET', KEYS[1], 'v') or '-1') ~= 1 or redis.call('HEXISTS', KEYS[1], 'kept') == 1 then return 0 end
+if redis.call('HGET', KEYS[1], 'json') ~= ARGV[1] or redis.call('HEXISTS', KEYS[1], 'kept') == 1 then return 0 end
 redis.call('DEL', KEYS[1])
 return 1
 `
@@ -85,6 +88,7 @@ type Bookings struct {
 	claim    script
 	withdraw script
 	keep     script
+	zremIf   script
 	// Acks is how many replicas must acknowledge a new booking before it is
 	// reported as created (WAIT); 0 on a cluster without replicas.
 	acks int
@@ -97,7 +101,7 @@ type Bookings struct {
 func NewBookings(r router, acks int, ps Partitions) *Bookings {
 	b := &Bookings{r: r, ps: ps, create: newGuardedScript(createBookingScript), update: newGuardedScript(updateBookingScript),
 		claim: newScript(claimOpenScript), withdraw: newGuardedScript(withdrawScript),
-		keep: newGuardedScript(keepScript), acks: acks}
+		keep: newGuardedScript(keepScript), zremIf: newScript(zremIfScoreScript), acks: acks}
 	b.watch.sub, _ = r.(subscriber)
 	return b
 }
@@ -161,16 +165,11 @@ func (s *Bookings) Create(ctx context.Context, b booking.Booking) (booking.Booki
 // have been reported created.
 func (s *Bookings) existing(ctx context.Context, id string) (booking.Booking, bool, error) {
 	stored, err := s.Keep(ctx, id)
-	switch {
-	case errors.Is(err, booking.ErrNotFound):
+	if errors.Is(err, booking.ErrNotFound) {
 		// Withdrawn between the two: the retry may try again.
 		return stored, false, fmt.Errorf("%w: booking %s was withdrawn while it was created again", ErrUnavailable, id)
-	case err != nil:
-		return stored, false, err
 	}
-	// An idempotent retry re-indexes a booking whose first attempt failed half-way.
-	s.index(ctx, stored, false)
-	return stored, false, nil
+	return stored, false, err
 }
 
 // Get reads a booking from its primary (read-your-writes for the rider),
@@ -213,7 +212,13 @@ func storedBooking(id string, res redisroute.Result) (booking.Booking, error) {
 func (s *Bookings) Keep(ctx context.Context, id string) (booking.Booking, error) {
 	cmd := s.keep.cmd(bookingKey(id))
 	cmd.Acks = s.acks
-	return storedBooking(id, s.keep.exec(ctx, s.r, []redisroute.Cmd{cmd})[0])
+	b, err := storedBooking(id, s.keep.exec(ctx, s.r, []redisroute.Cmd{cmd})[0])
+	if err == nil {
+		// Indexed again: its first attempt may have failed before its own
+		// second indexing, after a scan forgot its entry.
+		s.index(ctx, b, false)
+	}
+	return b, err
 }
 
 // Exists says whether the booking is on its primary: a plain read, not
@@ -285,11 +290,16 @@ func (s *Bookings) index(ctx context.Context, b booking.Booking, announce bool) 
 // openEntry indexes an open booking at the time it is due next (its
 // deadline if it has none).
 func (s *Bookings) openEntry(b booking.Booking) redisroute.Cmd {
-	due := b.DueAt
-	if due.IsZero() {
-		due = b.Deadline
+	return redisroute.Write("ZADD", s.ps.openKeyOf(b.ID), dueOf(b).UnixMilli(), b.ID)
+}
+
+// dueOf is when an open booking is due next: DueAt, or its deadline if it
+// has none.
+func dueOf(b booking.Booking) time.Time {
+	if b.DueAt.IsZero() {
+		return b.Deadline
 	}
-	return redisroute.Write("ZADD", s.ps.openKeyOf(b.ID), due.UnixMilli(), b.ID)
+	return b.DueAt
 }
 
 // Claim takes up to limit open bookings due by now, split over the
@@ -342,17 +352,27 @@ func (s *Bookings) Schedule(ctx context.Context, id string, at time.Time) error 
 	return storeErr(s.r.Exec(ctx, []redisroute.Cmd{redisroute.Write("ZADD", s.ps.openKeyOf(id), "XX", at.UnixMilli(), id)}).Err())
 }
 
-// Withdraw deletes b if nothing changed it since it was created (version
-// 1), and its index entry.
+// Withdraw deletes b, as the create of b (the same booking, before Create
+// set its version) stored it, if nothing changed or kept it since, and the
+// index entry that create made, if no claim or other create has moved it.
 func (s *Bookings) Withdraw(ctx context.Context, b booking.Booking) error {
-	res := s.withdraw.run(ctx, s.r, bookingKey(b.ID))
+	b.Version = 1
+	raw, err := json.Marshal(b)
+	if err != nil {
+		return err
+	}
+	res := s.withdraw.run(ctx, s.r, bookingKey(b.ID), string(raw))
 	if res.Err != nil {
 		return storeErr(res.Err)
 	}
 	if n, _ := res.Val.(int64); n != 1 {
-		return nil // it moved on, or a retry with its key kept it: it is real
+		return nil // it moved on, or is another attempt's, or a retry kept it: it is real
 	}
-	return s.r.Exec(ctx, []redisroute.Cmd{s.forget(b.ID), redisroute.Write("SPUBLISH", s.ps.channel(s.ps.Of(b.ID)), b.ID)}).Err()
+	forget := s.zremIf.cmd(s.ps.openKeyOf(b.ID), b.ID, dueOf(b).UnixMilli())
+	if err := s.zremIf.exec(ctx, s.r, []redisroute.Cmd{forget}).Err(); err != nil {
+		return storeErr(err)
+	}
+	return s.r.Exec(ctx, []redisroute.Cmd{redisroute.Write("SPUBLISH", s.ps.channel(s.ps.Of(b.ID)), b.ID)}).Err()
 }
 
 // Forget removes a booking from the open index.

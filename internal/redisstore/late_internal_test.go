@@ -54,7 +54,7 @@ func TestEveryScriptThatWritesARecordRefusesPastItsDeadline(t *testing.T) {
 		{"heartbeat", newGuardedScript(heartbeatScript), []any{"d1", "1.3", "103.8", 5, "cell", 60000}},
 		{"create booking", newGuardedScript(createBookingScript), []any{`{"id":"b"}`, 600}},
 		{"update booking", newGuardedScript(updateBookingScript), []any{1, `{"id":"b"}`}},
-		{"withdraw booking", newGuardedScript(withdrawScript), nil},
+		{"withdraw booking", newGuardedScript(withdrawScript), []any{"{}"}},
 		{"keep booking", newGuardedScript(keepScript), nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -127,7 +127,8 @@ func bookingStep(state, input, _ any) []any {
 // and one more move out of the state machine: a create no replica
 // confirmed is withdrawn, deleted while still searching at version 1, but
 // only if no create of it was answered OK (G3: a booking reported created
-// is never lost). Cancelled is reached only by a cancel: no worker
+// is never lost; Apollo's withdrawal deletes only its own attempt's
+// record, and none a retry kept, whatever that retry was answered). Cancelled is reached only by a cancel: no worker
 // cancels. Accepted, unallocated and cancelled never change.
 //
 // What it catches: a booking reported created that reads as absent

@@ -123,6 +123,15 @@ func (w *workload) driver(ctx context.Context, client int, id string, rng *rand.
 	}
 }
 
+// doubleSubmit is the share of bookings a rider creates twice at once
+// (the second within 300 ms of the first, on another instance); the
+// second's ops are recorded under the client number plus
+// doubleSubmitClients.
+const (
+	doubleSubmit        = 0.1
+	doubleSubmitClients = 1 << 20
+)
+
 // rider books a ride, follows it until it is final, sometimes cancels it,
 // and books again.
 func (w *workload) rider(ctx context.Context, client int, riderID string, rng *rand.Rand) {
@@ -136,7 +145,21 @@ func (w *workload) rider(ctx context.Context, client int, riderID string, rng *r
 			"pickup":  map[string]float64{"lat": w.center[0] + (rng.Float64()-0.5)*0.01, "lng": w.center[1] + (rng.Float64()-0.5)*0.01},
 			"dropoff": map[string]float64{"lat": w.center[0] + 0.02, "lng": w.center[1] + 0.02}}
 		create := Op{Client: client, Kind: CreateBooking, BookingID: id, Instance: w.instance()}
+		var double sync.WaitGroup
+		if rng.Float64() < doubleSubmit {
+			// The same create again, to another instance, while the
+			// first may still run (a double tap, a client's retry that
+			// does not wait): one may withdraw what the other reports.
+			again, delay := create, time.Duration(rng.IntN(300))*time.Millisecond
+			again.Client, again.Instance = client+doubleSubmitClients, w.instance()
+			double.Go(func() {
+				if sleep(ctx, delay) {
+					w.rec.do(ctx, again, http.MethodPost, "/v1/bookings", body, map[string]string{"Idempotency-Key": key})
+				}
+			})
+		}
 		c := w.rec.do(ctx, create, http.MethodPost, "/v1/bookings", body, map[string]string{"Idempotency-Key": key})
+		double.Wait()
 		if c.Outcome == Unknown && rng.Float64() < 0.5 {
 			// A retry with the same key: it must find the booking, never make a second.
 			create.Instance = w.instance()
