@@ -71,7 +71,9 @@ type Store interface {
 	// Forget removes a booking from the open index.
 	Forget(ctx context.Context, id string) error
 	// Withdraw deletes a booking that was just created and never
-	// reported as created, unless something has changed or kept it since.
+	// reported as created, unless something has changed or kept it since,
+	// or another attempt stored it anew: b must be the value given to
+	// Create, unchanged, which is how its own attempt's record is known.
 	Withdraw(ctx context.Context, b Booking) error
 }
 

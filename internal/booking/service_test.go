@@ -155,7 +155,8 @@ func (m *memStore) Withdraw(ctx context.Context, b Booking) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.withdrawDeadline, _ = ctx.Deadline()
-	if m.bks[b.ID].Version == 1 && !m.kept[b.ID] {
+	b.Version = 1 // as Create stored it: only that attempt's record goes
+	if m.bks[b.ID] == b && !m.kept[b.ID] {
 		delete(m.bks, b.ID)
 		delete(m.due, b.ID)
 	}

@@ -284,8 +284,12 @@ func TestALateWithdrawalDeletesOnlyItsOwnAttemptsUnreportedBooking(t *testing.T)
 		// its withdrawal; it returns the booking the rider was told of
 		// (zero: none).
 		retry func(t *testing.T, first booking.Booking) booking.Booking
+		// moved, when set, is a new due time a claim gave the booking's
+		// index entry before the withdrawal: the entry must keep it.
+		moved time.Time
 	}{
-		{"nobody retried", func(*testing.T, booking.Booking) booking.Booking { return booking.Booking{} }},
+		{"nobody retried", func(*testing.T, booking.Booking) booking.Booking { return booking.Booking{} }, time.Time{}},
+		{"nobody retried, a claim moved its entry", func(*testing.T, booking.Booking) booking.Booking { return booking.Booking{} }, t0.Add(time.Hour)},
 		{"a retry found it (the create's own path)", func(t *testing.T, first booking.Booking) booking.Booking {
 			return eventually(ctx, t, func() (booking.Booking, error) {
 				got, created, err := s.Create(ctx, first)
@@ -294,10 +298,10 @@ func TestALateWithdrawalDeletesOnlyItsOwnAttemptsUnreportedBooking(t *testing.T)
 				}
 				return got, err
 			})
-		}},
+		}, time.Time{}},
 		{"a retry found it (the lookup before a create)", func(t *testing.T, first booking.Booking) booking.Booking {
 			return eventually(ctx, t, func() (booking.Booking, error) { return s.Keep(ctx, first.ID) })
-		}},
+		}, time.Time{}},
 		{"a retry created it anew on a primary promoted without it", func(t *testing.T, first booking.Booking) booking.Booking {
 			cl := c.Primary(ctx, shardOfKey(ctx, t, c, "apollo:bk:{"+first.ID+"}")).Client()
 			defer cl.Close()
@@ -313,7 +317,7 @@ func TestALateWithdrawalDeletesOnlyItsOwnAttemptsUnreportedBooking(t *testing.T)
 				}
 				return got, err
 			})
-		}},
+		}, time.Time{}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			first, replica := bookingApartFromItsIndex(ctx, t, c, ps, fmt.Sprintf("bk-late-%d", i))
@@ -328,6 +332,15 @@ func TestALateWithdrawalDeletesOnlyItsOwnAttemptsUnreportedBooking(t *testing.T)
 				t.Fatal(err)
 			}
 			told := tc.retry(t, first)
+			if !tc.moved.IsZero() {
+				key := ps.OpenKey(ps.Of(first.ID))
+				cl := c.Primary(ctx, shardOfKey(ctx, t, c, key)).Client()
+				err := cl.ZAddXX(ctx, key, redis.Z{Score: float64(tc.moved.UnixMilli()), Member: first.ID}).Err()
+				cl.Close()
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
 			if err := s.Withdraw(ctx, first); err != nil {
 				t.Fatalf("withdraw = %v", err)
 			}
@@ -336,8 +349,10 @@ func TestALateWithdrawalDeletesOnlyItsOwnAttemptsUnreportedBooking(t *testing.T)
 			switch {
 			case told.ID == "" && !errors.Is(err, booking.ErrNotFound):
 				t.Fatalf("nobody was told of it, yet after its withdrawal get = %+v, %v; want it gone", got, err)
-			case told.ID == "" && due != 0:
+			case told.ID == "" && tc.moved.IsZero() && due != 0:
 				t.Fatalf("withdrawn, its index entry is still there (due %v)", due)
+			case !tc.moved.IsZero() && int64(due) != tc.moved.UnixMilli():
+				t.Fatalf("a claim moved its index entry to %d, and the withdrawal left it at %v; want it kept", tc.moved.UnixMilli(), due)
 			case told.ID != "" && (err != nil || !got.CreatedAt.Equal(told.CreatedAt)):
 				t.Fatalf("after the late withdrawal, get = %+v, %v; want the booking the rider was told of, created at %v", got, err, told.CreatedAt)
 			case told.ID != "" && int64(due) != told.DueAt.UnixMilli():

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -213,10 +214,13 @@ func (s *Bookings) Keep(ctx context.Context, id string) (booking.Booking, error)
 	cmd := s.keep.cmd(bookingKey(id))
 	cmd.Acks = s.acks
 	b, err := storedBooking(id, s.keep.exec(ctx, s.r, []redisroute.Cmd{cmd})[0])
-	if err == nil {
-		// Indexed again: its first attempt may have failed before its own
-		// second indexing, after a scan forgot its entry.
-		s.index(ctx, b, false)
+	if err == nil && !b.Status.Final() {
+		// Indexed again if a scan forgot its entry before its first
+		// attempt's own second indexing (which a failed attempt skips);
+		// NX: an entry a claim or a backoff moved keeps its time.
+		entry := s.openEntry(b)
+		entry.Args = slices.Insert(entry.Args, 2, any("NX"))
+		s.r.Exec(ctx, []redisroute.Cmd{entry})
 	}
 	return b, err
 }
@@ -352,9 +356,9 @@ func (s *Bookings) Schedule(ctx context.Context, id string, at time.Time) error 
 	return storeErr(s.r.Exec(ctx, []redisroute.Cmd{redisroute.Write("ZADD", s.ps.openKeyOf(id), "XX", at.UnixMilli(), id)}).Err())
 }
 
-// Withdraw deletes b, as the create of b (the same booking, before Create
-// set its version) stored it, if nothing changed or kept it since, and the
-// index entry that create made, if no claim or other create has moved it.
+// Withdraw deletes b, as the create of b (the value given to Create) stored
+// it, if nothing changed or kept it since, and the index entry that create
+// made, if no claim or other create has moved it.
 func (s *Bookings) Withdraw(ctx context.Context, b booking.Booking) error {
 	b.Version = 1
 	raw, err := json.Marshal(b)
@@ -368,11 +372,12 @@ func (s *Bookings) Withdraw(ctx context.Context, b booking.Booking) error {
 	if n, _ := res.Val.(int64); n != 1 {
 		return nil // it moved on, or is another attempt's, or a retry kept it: it is real
 	}
+	// Best effort from here: the booking is gone, and an entry left behind
+	// is harmless (a scan finds no booking and forgets it).
 	forget := s.zremIf.cmd(s.ps.openKeyOf(b.ID), b.ID, dueOf(b).UnixMilli())
-	if err := s.zremIf.exec(ctx, s.r, []redisroute.Cmd{forget}).Err(); err != nil {
-		return storeErr(err)
-	}
-	return s.r.Exec(ctx, []redisroute.Cmd{redisroute.Write("SPUBLISH", s.ps.channel(s.ps.Of(b.ID)), b.ID)}).Err()
+	publish := redisroute.Write("SPUBLISH", s.ps.channel(s.ps.Of(b.ID)), b.ID)
+	s.zremIf.exec(context.WithoutCancel(ctx), s.r, []redisroute.Cmd{forget, publish})
+	return nil
 }
 
 // Forget removes a booking from the open index.

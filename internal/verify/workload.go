@@ -34,6 +34,17 @@ func (w *workload) instance() string {
 	return w.instances[w.rr%len(w.instances)].API()
 }
 
+// after is the instance after api in the round (api itself when there is
+// only one).
+func (w *workload) after(api string) string {
+	for i, in := range w.instances {
+		if in.API() == api {
+			return w.instances[(i+1)%len(w.instances)].API()
+		}
+	}
+	return api
+}
+
 // run drives every rider and driver until ctx ends; each has its own
 // goroutine, owned by run.
 func (w *workload) run(ctx context.Context) {
@@ -53,7 +64,7 @@ func (w *workload) run(ctx context.Context) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			w.rider(ctx, w.drivers+i, fmt.Sprintf("vr-%03d", i), rand.New(rand.NewPCG(w.seed, uint64(1000+i))))
+			w.rider(ctx, w.drivers+i, fmt.Sprintf("vr-%03d", i), rand.New(rand.NewPCG(w.seed, uint64(1000+i))), rand.New(rand.NewPCG(w.seed, uint64(2000+i))))
 		}()
 	}
 	wg.Wait()
@@ -134,7 +145,7 @@ const (
 
 // rider books a ride, follows it until it is final, sometimes cancels it,
 // and books again.
-func (w *workload) rider(ctx context.Context, client int, riderID string, rng *rand.Rand) {
+func (w *workload) rider(ctx context.Context, client int, riderID string, rng, doubles *rand.Rand) {
 	for n := 0; ctx.Err() == nil; n++ {
 		key := fmt.Sprintf("k-%d", n)
 		id := booking.ID(riderID, key)
@@ -146,12 +157,14 @@ func (w *workload) rider(ctx context.Context, client int, riderID string, rng *r
 			"dropoff": map[string]float64{"lat": w.center[0] + 0.02, "lng": w.center[1] + 0.02}}
 		create := Op{Client: client, Kind: CreateBooking, BookingID: id, Instance: w.instance()}
 		var double sync.WaitGroup
-		if rng.Float64() < doubleSubmit {
+		if doubles.Float64() < doubleSubmit {
 			// The same create again, to another instance, while the
 			// first may still run (a double tap, a client's retry that
 			// does not wait): one may withdraw what the other reports.
-			again, delay := create, time.Duration(rng.IntN(300))*time.Millisecond
-			again.Client, again.Instance = client+doubleSubmitClients, w.instance()
+			// Drawn from a stream of its own, so that the rest of the
+			// rider's choices stay what a seed gave before.
+			again, delay := create, time.Duration(doubles.IntN(300))*time.Millisecond
+			again.Client, again.Instance = client+doubleSubmitClients, w.after(create.Instance)
 			double.Go(func() {
 				if sleep(ctx, delay) {
 					w.rec.do(ctx, again, http.MethodPost, "/v1/bookings", body, map[string]string{"Idempotency-Key": key})
