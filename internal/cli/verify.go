@@ -220,8 +220,8 @@ func writeVerifyText(w io.Writer, rep verify.Report) {
 	fmt.Fprintf(w, "operations: %d (ok %d, failed %d, unknown %d%s); bookings %d, drivers %d; faults injected %d (%d actions failed)\n",
 		c.Ops, c.ByOutcome[verify.OK], c.ByOutcome[verify.Failed], c.ByOutcome[verify.Unknown], open, c.Bookings, c.Drivers, c.Faults, c.FaultErrors)
 	for _, f := range rep.Counts.ByFault {
-		fmt.Fprintf(w, "  %-18s injected %d; operations begun while it lasted: %d (ok %d, failed %d, unknown %d)\n",
-			f.Kind, f.Injected, f.Ops, f.OK, f.Failed, f.Unknown)
+		fmt.Fprintf(w, "  %-18s injected %d; operations begun while it lasted: %d (ok %d, failed %d, unknown %d; 5xx or no answer %d)\n",
+			f.Kind, f.Injected, f.Ops, f.OK, f.Failed, f.Unknown, f.Unavailable)
 		for _, e := range f.Effects {
 			fmt.Fprintf(w, "  %-18s   %s\n", "", e)
 		}

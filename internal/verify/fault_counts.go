@@ -53,6 +53,9 @@ func faultCounts(h History) []FaultCounts {
 				continue
 			}
 			fc.Ops++
+			if op.Status == 0 || op.Status >= 500 {
+				fc.Unavailable++
+			}
 			switch op.Outcome {
 			case OK:
 				fc.OK++

@@ -6,9 +6,11 @@ import (
 )
 
 func TestFaultCountsPairEachInjectWithItsHeal(t *testing.T) {
-	op := func(at int64, o Outcome) Op { return Op{Invoke: at, Return: at + 1, Outcome: o} }
+	op := func(at int64, o Outcome, status int) Op {
+		return Op{Invoke: at, Return: at + 1, Outcome: o, Status: status}
+	}
 	h := History{
-		Ops: []Op{op(5, OK), op(15, Unknown), op(18, Failed), op(25, OK), op(35, OK), op(45, Unknown), op(60, OK)},
+		Ops: []Op{op(5, OK, 200), op(15, Unknown, 503), op(18, Failed, 409), op(25, OK, 200), op(35, OK, 200), op(45, Unknown, 0), op(60, OK, 200)},
 		Faults: []FaultEvent{
 			{Kind: "primary-partition", Fault: "p1", Action: "inject", At: 10},
 			{Kind: "primary-partition", Fault: "p1", Action: "heal", At: 20, Effect: "took 3 writes"},
@@ -18,8 +20,8 @@ func TestFaultCountsPairEachInjectWithItsHeal(t *testing.T) {
 		},
 	}
 	want := []FaultCounts{
-		{Kind: "primary-partition", Injected: 1, Ops: 2, Failed: 1, Unknown: 1, Effects: []string{"took 3 writes"}},
-		{Kind: "cluster-restart", Injected: 1, Ops: 2, OK: 1, Unknown: 1},
+		{Kind: "primary-partition", Injected: 1, Ops: 2, Failed: 1, Unknown: 1, Unavailable: 1, Effects: []string{"took 3 writes"}},
+		{Kind: "cluster-restart", Injected: 1, Ops: 2, OK: 1, Unknown: 1, Unavailable: 1},
 	}
 	if got := faultCounts(h); !reflect.DeepEqual(got, want) {
 		t.Fatalf("faultCounts =\n%+v\nwant\n%+v", got, want)

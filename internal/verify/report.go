@@ -62,13 +62,17 @@ type Counts struct {
 
 // FaultCounts is one kind of fault's share of a run.
 type FaultCounts struct {
-	Kind     string   `json:"kind"`
-	Injected int      `json:"injected"`
-	Ops      int      `json:"ops"`
-	OK       int      `json:"ok"`
-	Failed   int      `json:"failed"`
-	Unknown  int      `json:"unknown"`
-	Effects  []string `json:"effects,omitempty"`
+	Kind     string `json:"kind"`
+	Injected int    `json:"injected"`
+	Ops      int    `json:"ops"`
+	OK       int    `json:"ok"`
+	Failed   int    `json:"failed"`
+	Unknown  int    `json:"unknown"`
+	// Unavailable is those answered 5xx or not at all: what the fault
+	// cost in availability, apart from the workload's own refusals (a
+	// driver's event out of turn is a 409 with or without a fault).
+	Unavailable int      `json:"unavailable"`
+	Effects     []string `json:"effects,omitempty"`
 }
 
 // PartitionResult is porcupine's verdict on one booking or driver.
