@@ -14,16 +14,23 @@ type Persistence struct {
 	AppendOnly  string `json:"appendonly"`
 	AppendFsync string `json:"appendfsync"`
 	Save        string `json:"save"`
+	// What a node does when a snapshot fails: refuse writes (yes, the
+	// default), and, as a replica, crash at its next replicated write
+	// rather than go on without it (replica-ignore-disk-write-errors no,
+	// the default; "" before Redis 7.0, which has no such setting).
+	StopWritesOnBgsaveError      string `json:"stop_writes_on_bgsave_error,omitempty"`
+	ReplicaIgnoreDiskWriteErrors string `json:"replica_ignore_disk_write_errors,omitempty"`
 }
 
 func readPersistence(ctx context.Context, c *redis.Client) *Persistence {
 	p := &Persistence{}
-	for name, into := range map[string]*string{"appendonly": &p.AppendOnly, "appendfsync": &p.AppendFsync, "save": &p.Save} {
+	for name, into := range map[string]*string{"appendonly": &p.AppendOnly, "appendfsync": &p.AppendFsync, "save": &p.Save,
+		"stop-writes-on-bgsave-error": &p.StopWritesOnBgsaveError, "replica-ignore-disk-write-errors": &p.ReplicaIgnoreDiskWriteErrors} {
 		v, err := c.ConfigGet(ctx, name).Result()
 		if err != nil {
 			return nil
 		}
-		*into = v[name]
+		*into = v[name] // "" for a setting this version does not have
 	}
 	if p.AppendOnly == "" {
 		return nil
@@ -47,6 +54,17 @@ func persistenceFinding(p Persistence) (Severity, string, string) {
 	return Info, "", ""
 }
 
+// replicaDiskFinding says, of a node with save points that stops writes
+// when a snapshot fails, that as a replica it then crashes (seen on Redis
+// 7.0.15: "Replica was unable to write command to disk"), or "" when it
+// does not.
+func replicaDiskFinding(p Persistence) (Severity, string, string) {
+	if strings.TrimSpace(p.Save) == "" || p.StopWritesOnBgsaveError != "yes" || p.ReplicaIgnoreDiskWriteErrors != "no" {
+		return Info, "", ""
+	}
+	return Info, "replica_crashes_on_disk_error", "save points are set and stop-writes-on-bgsave-error is yes: a node whose snapshot fails (a full disk) refuses writes, and as a replica (replica-ignore-disk-write-errors no) it crashes at its next replicated write. Apollo takes that as a replica crash, and the shard has a replica fewer until the disk is mended: watch disks (ApolloRedisCannotPersist), or set replica-ignore-disk-write-errors yes to keep such a replica up"
+}
+
 // persistenceFindings groups the nodes by what their setting means: one
 // finding per meaning, naming the nodes, the worst first. Nodes whose
 // settings could not be read are named in an Info finding.
@@ -64,17 +82,19 @@ func persistenceFindings(nodes []Node) []Finding {
 			unread = append(unread, n.Addr)
 			continue
 		}
-		sev, code, msg := persistenceFinding(*n.Persistence)
-		if code == "" {
-			continue
+		for _, find := range []func(Persistence) (Severity, string, string){persistenceFinding, replicaDiskFinding} {
+			sev, code, msg := find(*n.Persistence)
+			if code == "" {
+				continue
+			}
+			f, ok := byCode[code]
+			if !ok {
+				f = &Finding{Severity: sev, Code: code, Message: msg}
+				byCode[code] = f
+			}
+			f.Node = strings.TrimPrefix(f.Node+", "+n.Addr, ", ")
+			count[code]++
 		}
-		f, ok := byCode[code]
-		if !ok {
-			f = &Finding{Severity: sev, Code: code, Message: msg}
-			byCode[code] = f
-		}
-		f.Node = strings.TrimPrefix(f.Node+", "+n.Addr, ", ")
-		count[code]++
 	}
 	var out []Finding
 	for code, f := range byCode {

@@ -13,6 +13,9 @@ func TestPersistenceFindingsSayWhatARestartOfEveryNodeLoses(t *testing.T) {
 	rdb := &Persistence{AppendOnly: "no", Save: "3600 1 300 100"}
 	everysec := &Persistence{AppendOnly: "yes", AppendFsync: "everysec", Save: ""}
 	always := &Persistence{AppendOnly: "yes", AppendFsync: "always"}
+	defaults := &Persistence{AppendOnly: "yes", AppendFsync: "always", Save: "3600 1 300 100", StopWritesOnBgsaveError: "yes", ReplicaIgnoreDiskWriteErrors: "no"}
+	ignores := &Persistence{AppendOnly: "yes", AppendFsync: "always", Save: "3600 1 300 100", StopWritesOnBgsaveError: "yes", ReplicaIgnoreDiskWriteErrors: "yes"}
+	redis6 := &Persistence{AppendOnly: "yes", AppendFsync: "always", Save: "3600 1 300 100", StopWritesOnBgsaveError: "yes"}
 	for _, tc := range []struct {
 		name  string
 		nodes []Node
@@ -23,6 +26,8 @@ func TestPersistenceFindingsSayWhatARestartOfEveryNodeLoses(t *testing.T) {
 		{"snapshots only", []Node{node("a", rdb)}, []string{`persistence_snapshots_only:save "3600 1 300 100"`}},
 		{"aof everysec is said, not warned", []Node{node("a", everysec)}, []string{"persistence_everysec:last second"}},
 		{"aof always: nothing to say", []Node{node("a", always)}, nil},
+		{"save points and Redis's defaults: a replica crashes when a snapshot fails", []Node{node("a", defaults), node("b", ignores), node("c", redis6)},
+			[]string{"replica_crashes_on_disk_error:on a"}},
 		{"mixed: the worst first, then the unknown", []Node{node("a", everysec), node("b", none), node("c", nil), {Addr: "d"}},
 			[]string{"persistence_none:on b", "persistence_everysec:on a", "persistence_unknown:c"}},
 	} {
