@@ -384,16 +384,7 @@ func TestOnlyAProofThatFoundAPromotionMarksThePrimary(t *testing.T) {
 				newFakeNode("a:1", scripted("a:1", 0, "", "", tc.replica)),
 				newFakeNode("b:1", scripted("b:1", 0, "", "", replicaInfo("p:1", "h1", 130))),
 			}})
-			w := Write("SET", c.key(0), "v")
-			w.Acks = 1
-			r := c.r.Exec(longCtx(t), []Cmd{w})[0]
-			if !errors.Is(r.Err, ErrUnconfirmed) {
-				t.Fatalf("got %+v, want ErrUnconfirmed", r)
-			}
-			var reply redis.Error
-			if errors.As(r.Err, &reply) {
-				t.Errorf("the write's error wraps a reply error of the proof's, %q", reply)
-			}
+			unconfirmedWrite(t, c)
 			marked := c.clock.Now().UnixNano() < c.nodes["p:1"].unackedUntil.Load()
 			if marked != tc.wantMark {
 				t.Errorf("primary marked unacknowledged: %v, want %v", marked, tc.wantMark)
@@ -476,18 +467,7 @@ func TestAReplicaThatCannotBeAskedFailsOneWriteAndIsHeld(t *testing.T) {
 			c := newFakeCluster(t, [][]*fakeNode{{
 				newFakeNode("p:1", scripted("p:1", 1, primaryInfo("h1", 100), primaryInfo("h1", 130, "b:1=120"))), a, newFakeNode("b:1", answer("b:1", 0)),
 			}})
-			w := Write("SET", c.key(0), "v")
-			w.Acks = 1
-			r := c.r.Exec(longCtx(t), []Cmd{w})[0]
-			if !errors.Is(r.Err, ErrUnconfirmed) {
-				t.Fatalf("first write: %+v, want ErrUnconfirmed", r)
-			}
-			// The replica's reply error is not the write's: callers take a
-			// reply error in the chain for the command's own (a bug, a 500).
-			var reply redis.Error
-			if errors.As(r.Err, &reply) {
-				t.Errorf("the write's error wraps the replica's reply error %q", reply)
-			}
+			w := unconfirmedWrite(t, c)
 			if c.ejected("a:1") != tc.ejected {
 				t.Errorf("a:1 ejected: %v, want %v", c.ejected("a:1"), tc.ejected)
 			}
@@ -538,3 +518,23 @@ func TestAConfirmedReadOfAPrimaryWhoseReplicaWasForcedOverIsUnconfirmed(t *testi
 // errUnsentForTest is a dial failure: the connection was refused, so the
 // request never left.
 var errUnsentForTest = fmt.Errorf("dial tcp a:1: %w", syscall.ECONNREFUSED)
+
+// unconfirmedWrite writes one key of c's first shard, acknowledged by one
+// replica, and wants it unconfirmed, with no reply error of the proof's
+// (the primary's or a replica's) in its chain: callers take a reply error
+// in the chain for the command's own (a bug, a 500). It returns the write,
+// to be sent again.
+func unconfirmedWrite(t *testing.T, c *fakeCluster) Cmd {
+	t.Helper()
+	w := Write("SET", c.key(0), "v")
+	w.Acks = 1
+	r := c.r.Exec(longCtx(t), []Cmd{w})[0]
+	if !errors.Is(r.Err, ErrUnconfirmed) {
+		t.Fatalf("write: %+v, want ErrUnconfirmed", r)
+	}
+	var reply redis.Error
+	if errors.As(r.Err, &reply) {
+		t.Errorf("the write's error wraps a reply error of the proof's, %q", reply)
+	}
+	return w
+}

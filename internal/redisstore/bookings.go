@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -218,9 +217,7 @@ func (s *Bookings) Keep(ctx context.Context, id string) (booking.Booking, error)
 		// Indexed again if a scan forgot its entry before its first
 		// attempt's own second indexing (which a failed attempt skips);
 		// NX: an entry a claim or a backoff moved keeps its time.
-		entry := s.openEntry(b)
-		entry.Args = slices.Insert(entry.Args, 2, any("NX"))
-		s.r.Exec(ctx, []redisroute.Cmd{entry})
+		s.r.Exec(ctx, []redisroute.Cmd{redisroute.Write("ZADD", s.ps.openKeyOf(b.ID), "NX", dueOf(b).UnixMilli(), b.ID)})
 	}
 	return b, err
 }
