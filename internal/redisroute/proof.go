@@ -221,8 +221,14 @@ func (r *Router) replicaHolds(x *node, primary replication, primaryAddr string, 
 			// It answered, but not what the proof needs (credentials,
 			// NOPERM, BUSY), or no connection was free in time: this write
 			// is unconfirmed, and the replica is not waited for a while,
-			// lest it fail every write of its shard.
-			r.holdLaggard(x, err.Error())
+			// lest it fail every write of its shard. A proof whose answer
+			// came once another's had held it reads it as out of step, as
+			// a write begun after the hold does: writes in flight when a
+			// replica went busy fail one between them, not one each.
+			if !r.holdLaggard(x, err.Error()) {
+				r.m.proofOutOfStep.Inc()
+				return nil
+			}
 			r.m.proofUnconfirmed.Inc()
 			return fmt.Errorf("%w: replica %s could not be asked: %v", errNotHeld, x.addr, err) // %v: as above
 		}
@@ -248,7 +254,10 @@ func (r *Router) replicaHolds(x *node, primary replication, primaryAddr string, 
 		// new primary after a failover): asked again, while there is time
 		// for an ask after the gap.
 		if r.clock.Now().Add(gap + r.cfg.StallAfter).After(until) {
-			r.holdLaggard(x, "stayed behind a write for the ack timeout")
+			if !r.holdLaggard(x, "stayed behind a write for the ack timeout") {
+				r.m.proofOutOfStep.Inc() // held by another write's proof meanwhile
+				return nil
+			}
 			r.m.proofUnconfirmed.Inc()
 			return fmt.Errorf("%w: replica %s %s for %s", errNotHeld, x.addr, v, r.cfg.AckTimeout)
 		}
@@ -262,10 +271,20 @@ func (r *Router) replicaHolds(x *node, primary replication, primaryAddr string, 
 
 // holdLaggard stops write proofs from waiting for x until the lag check
 // would have seen what made a write fail on it, and says so in the log.
-func (r *Router) holdLaggard(x *node, why string) {
-	until := r.clock.Now().Add(r.unackedHold())
-	if x.lagsWritesUntil.Swap(until.UnixNano()) < r.clock.Now().UnixNano() {
-		r.log.Warn("write proofs stop waiting for a replica", "node", x.addr, "reason", why, "until", until)
+// It reports whether x was not held already: only then does the caller's
+// write fail for it.
+func (r *Router) holdLaggard(x *node, why string) bool {
+	now := r.clock.Now()
+	until := now.Add(r.unackedHold()).UnixNano()
+	for {
+		held := x.lagsWritesUntil.Load()
+		if held > now.UnixNano() {
+			return false
+		}
+		if x.lagsWritesUntil.CompareAndSwap(held, until) {
+			r.log.Warn("write proofs stop waiting for a replica", "node", x.addr, "reason", why, "until", time.Unix(0, until))
+			return true
+		}
 	}
 }
 

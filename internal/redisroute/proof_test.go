@@ -538,3 +538,41 @@ func unconfirmedWrite(t *testing.T, c *fakeCluster) Cmd {
 	}
 	return w
 }
+
+// Writes whose proofs ask a replica at once, all refused (it runs a script
+// that never ends: BUSY), fail one write between them, not one each: the
+// first refusal holds the replica as a laggard, and a proof whose answer
+// came after that hold reads it as the next write would (out of step).
+// Before, every write in flight when a replica went busy failed (15 in one
+// busy-script window of a verify run).
+func TestConcurrentProofsRefusedByOneReplicaFailOneWrite(t *testing.T) {
+	const writes = 8
+	a := newFakeNode("a:1", scripted("a:1", 0, "", "", "-BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE."))
+	c := newFakeCluster(t, [][]*fakeNode{{
+		newFakeNode("p:1", scripted("p:1", 1, primaryInfo("h1", 100), primaryInfo("h1", 130, "b:1=120"))), a, newFakeNode("b:1", answer("b:1", 0)),
+	}})
+	release := a.hang()
+	w := Write("SET", c.key(0), "v")
+	w.Acks = 1
+	res := make([]<-chan Results, writes)
+	for i := range res {
+		res[i] = c.exec(longCtx(t), w)
+	}
+	for range writes {
+		waitArrived(t, a) // every proof has asked a:1
+	}
+	release()
+	failed := 0
+	for _, ch := range res {
+		r := (<-ch)[0]
+		switch {
+		case errors.Is(r.Err, ErrUnconfirmed):
+			failed++
+		case r.Err != nil:
+			t.Errorf("write: %+v, want it done or ErrUnconfirmed", r)
+		}
+	}
+	if failed != 1 {
+		t.Errorf("%d of %d writes failed on one refusing replica, want 1", failed, writes)
+	}
+}
