@@ -35,7 +35,9 @@ Faults: replica-crash, replica-resync (a replica down during more writes than
 its primary's backlog holds, restarted: its old data until a full sync 5 s
 away),
 replica-hang, primary-crash (heals after a replica is
-promoted), primary-hang, primary-full (a primary at its maxmemory refuses
+promoted), primary-restart (a primary killed and restarted at once, as a
+supervisor does, within the node timeout: still the primary, it keeps what
+--persistence kept, and its replicas copy it), primary-hang, primary-full (a primary at its maxmemory refuses
 writes, OOM), primary-disk (a primary whose snapshot failed, as on a full
 disk, refuses writes, MISCONF), switchover (CLUSTER FAILOVER on a replica while its primary
 is up, as an upgrade does), forced-switchover (CLUSTER FAILOVER FORCE: the

@@ -43,9 +43,9 @@ func readPersistence(ctx context.Context, c *redis.Client) *Persistence {
 func persistenceFinding(p Persistence) (Severity, string, string) {
 	switch {
 	case p.AppendOnly != "yes" && strings.TrimSpace(p.Save) == "":
-		return Warning, "persistence_none", "nothing is persisted (appendonly no, no save points): if every node of a shard restarts at once (a power cut, a Redis upgrade done all at once), every booking and reservation on it is gone, confirmed ones included. Set appendonly yes (appendfsync everysec)"
+		return Warning, "persistence_none", "nothing is persisted (appendonly no, no save points): a primary that crashes and is restarted by its supervisor within cluster-node-timeout comes back empty, still the primary, and its replicas copy the empty data set, so every booking and reservation of its shard is gone, confirmed ones included (apollo verify --faults primary-restart --persistence none); so is a shard whose nodes all restart at once (a power cut, an upgrade done all at once). Set appendonly yes (appendfsync everysec)"
 	case p.AppendOnly != "yes":
-		return Warning, "persistence_snapshots_only", fmt.Sprintf("only RDB snapshots (save %q): a restart of every node of a shard loses what changed since its last snapshot, confirmed bookings included. Set appendonly yes (appendfsync everysec)", p.Save)
+		return Warning, "persistence_snapshots_only", fmt.Sprintf("only RDB snapshots (save %q): a primary restarted by its supervisor before a failover, or every node of a shard restarted at once, comes back with its last snapshot, and its replicas copy it: what changed since is lost, confirmed bookings included. Set appendonly yes (appendfsync everysec)", p.Save)
 	case p.AppendFsync == "no":
 		return Warning, "persistence_fsync_no", "appendfsync no: a process crash loses nothing, but a power cut of every host of a shard loses what the kernel had not yet written (tens of seconds). appendfsync everysec bounds it to a second"
 	case p.AppendFsync == "everysec":

@@ -7,7 +7,7 @@ import (
 	"github.com/apollo-platform/apollo/internal/redisroute"
 )
 
-func TestPersistenceFindingsSayWhatARestartOfEveryNodeLoses(t *testing.T) {
+func TestPersistenceFindingsSayWhatARestartLoses(t *testing.T) {
 	node := func(addr string, p *Persistence) Node { return Node{Addr: addr, Reachable: true, Persistence: p} }
 	none := &Persistence{AppendOnly: "no", Save: ""}
 	rdb := &Persistence{AppendOnly: "no", Save: "3600 1 300 100"}
@@ -23,6 +23,7 @@ func TestPersistenceFindingsSayWhatARestartOfEveryNodeLoses(t *testing.T) {
 	}{
 		{"every node without persistence: one warning naming them", []Node{node("a", none), node("b", none)},
 			[]string{"persistence_none:on all 2 nodes"}},
+		{"without persistence, a primary restarted at once loses its shard", []Node{node("a", none)}, []string{"persistence_none:restarted by its supervisor"}},
 		{"snapshots only", []Node{node("a", rdb)}, []string{`persistence_snapshots_only:save "3600 1 300 100"`}},
 		{"aof everysec is said, not warned", []Node{node("a", everysec)}, []string{"persistence_everysec:last second"}},
 		{"aof always: nothing to say", []Node{node("a", always)}, nil},

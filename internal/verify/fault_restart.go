@@ -15,18 +15,32 @@ import (
 // same roles and slots, and the data is whatever the persistence setting
 // kept. Its effect is how many of the keys there at the kill are there
 // after the restart (Apollo may delete a few meanwhile, never many).
+//
+// With node set, only that node (a primary) is killed, and it is
+// restarted at once, as a supervisor restarts a crashed process: back
+// within the cluster's node timeout, it is still its shard's primary, and
+// its replicas copy whatever it came back with (a new replication history,
+// so a full sync). Persisted, that is everything it answered for;
+// without persistence, an empty data set: the whole shard lost.
 type restartFault struct {
 	c      *localcluster.Cluster
+	node   *localcluster.Node // nil: every node
 	before []string
 	effect string
 }
 
 func (r *restartFault) Name() string {
+	if r.node != nil {
+		return "primary killed (SIGKILL) and restarted at once, before a failover " + r.node.Addr
+	}
 	return "every node killed and restarted from its data directory"
 }
 
 func (r *restartFault) Inject(ctx context.Context) error {
 	r.before, _ = r.keys(ctx)
+	if r.node != nil {
+		return r.node.Restart(ctx)
+	}
 	var errs []error
 	for _, nd := range r.c.Nodes() {
 		errs = append(errs, nd.Kill())
@@ -35,15 +49,19 @@ func (r *restartFault) Inject(ctx context.Context) error {
 }
 
 func (r *restartFault) Heal(ctx context.Context) error {
-	nodes := r.c.Nodes()
-	errs := make([]error, len(nodes))
-	var wg sync.WaitGroup
-	for i, nd := range nodes {
-		wg.Add(1)
-		go func() { defer wg.Done(); errs[i] = nd.Restart(ctx) }()
+	if r.node == nil {
+		nodes := r.c.Nodes()
+		errs := make([]error, len(nodes))
+		var wg sync.WaitGroup
+		for i, nd := range nodes {
+			wg.Go(func() { errs[i] = nd.Restart(ctx) })
+		}
+		wg.Wait()
+		if err := errors.Join(errs...); err != nil {
+			return err
+		}
 	}
-	wg.Wait()
-	if err := errors.Join(append(errs, r.c.WaitHealthy(ctx))...); err != nil {
+	if err := r.c.WaitHealthy(ctx); err != nil {
 		return err
 	}
 	after, err := r.keys(ctx)
@@ -71,15 +89,23 @@ func kept(before, after []string) int {
 }
 
 // keys lists the keys on every shard's primary (a verify run has a few
-// hundred).
+// hundred), or on the restarted node's shard: the node itself, which holds
+// its shard's data whether or not it is still the primary once healed.
 func (r *restartFault) keys(ctx context.Context) ([]string, error) {
-	var all []string
-	for s := range r.c.Config().Primaries {
-		p := r.c.Primary(ctx, s)
-		if p == nil {
-			return nil, fmt.Errorf("shard %d has no primary", s)
+	nodes := []*localcluster.Node{r.node}
+	if r.node == nil {
+		nodes = nodes[:0]
+		for s := range r.c.Config().Primaries {
+			p := r.c.Primary(ctx, s)
+			if p == nil {
+				return nil, fmt.Errorf("shard %d has no primary", s)
+			}
+			nodes = append(nodes, p)
 		}
-		cl := p.Client()
+	}
+	var all []string
+	for _, nd := range nodes {
+		cl := nd.Client()
 		ks, err := cl.Keys(ctx, "*").Result()
 		cl.Close()
 		if err != nil {

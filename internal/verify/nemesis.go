@@ -20,7 +20,7 @@ import (
 // without --faults injects them.
 func FaultNames() []string {
 	return []string{"replica-crash", "replica-hang", "primary-crash", "primary-hang", "primary-full", "primary-disk", "switchover", "forced-switchover", "handshake", "busy-script", "instance-kill",
-		"instance-pause", "instance-clock", "primary-partition", "reshard", "cluster-restart", "replica-resync", "primary-slow", "replica-slow", "conn-kill", "primary-pause-writes"}
+		"instance-pause", "instance-clock", "primary-partition", "reshard", "cluster-restart", "replica-resync", "primary-slow", "replica-slow", "conn-kill", "primary-pause-writes", "primary-restart"}
 }
 
 // slowStop and slowRun are the slow faults' pulses: the node is stopped
@@ -176,6 +176,8 @@ func (n *nemesis) fault(ctx context.Context, name string) (drill.Fault, error) {
 		return drill.PauseWrites(n.c, primary, "primary", n.hold+30*time.Second), nil
 	case "primary-crash":
 		return n.failover(primary, replicas), nil
+	case "primary-restart":
+		return &restartFault{c: n.c, node: primary}, nil
 	case "primary-hang":
 		return drill.Hang(n.c, "primary "+primary.Addr, primary), nil
 	case "primary-full":
@@ -248,11 +250,10 @@ func (n *nemesis) handshake(node *localcluster.Node) drill.Fault {
 }
 
 // failover kills a primary and, to heal, waits until one of its replicas
-// has been promoted before restarting it. The nodes keep no data on disk:
-// restarted while it is still the shard's primary, it would come back empty
-// and its replicas would copy the empty data set — a whole shard lost,
-// which is what a supervisor restarting a crashed primary at once does to a
-// cluster without persistence, not a fault Apollo can survive.
+// has been promoted before restarting it. primary-restart is the other
+// case: restarted at once, still the shard's primary, it keeps what its
+// persistence kept, and without persistence its replicas copy an empty
+// data set — a whole shard lost, not a fault Apollo can survive.
 func (n *nemesis) failover(primary *localcluster.Node, replicas []*localcluster.Node) drill.Fault {
 	return drill.FaultFunc{Label: "primary crash (SIGKILL) with failover " + primary.Addr,
 		InjectFn: func(context.Context) error { return primary.Kill() },
