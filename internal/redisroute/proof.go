@@ -47,7 +47,11 @@ import (
 //     acknowledging each second, which the check (in whole seconds) does not
 //     hold behind, fails one write in that time, not every one. The same
 //     for a replica in step that answers with an error (credentials,
-//     NOPERM, BUSY) or for which no connection was free in time.
+//     NOPERM, BUSY) or for which no connection was free in time. Only the
+//     proof that holds the replica fails its write: one that finds it held
+//     by another proof meanwhile goes on as a write begun after the hold,
+//     so that the writes in flight at that moment fail at most one between
+//     them, not one each.
 //   - A replica whose own link is down, and that its primary did not list
 //     right after the WAIT, was not receiving the write: it is not waited
 //     for (the check holds it behind at its next round). One its primary
@@ -222,11 +226,12 @@ func (r *Router) replicaHolds(x *node, primary replication, primaryAddr string, 
 			// NOPERM, BUSY), or no connection was free in time: this write
 			// is unconfirmed, and the replica is not waited for a while,
 			// lest it fail every write of its shard. A proof whose answer
-			// came once another's had held it reads it as out of step, as
-			// a write begun after the hold does: writes in flight when a
-			// replica went busy fail one between them, not one each.
+			// came once another's had held it reads it as a write begun
+			// after the hold does (a refusal from a replica not waited
+			// for: down): of the writes in flight when a replica went
+			// busy, at most one fails, not each.
 			if !r.holdLaggard(x, err.Error()) {
-				r.m.proofOutOfStep.Inc()
+				r.m.proofDown.Inc()
 				return nil
 			}
 			r.m.proofUnconfirmed.Inc()

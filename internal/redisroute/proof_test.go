@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -114,8 +115,11 @@ func TestExactEndpointTakesNoAliases(t *testing.T) {
 // gets the next of replica, the last one repeating. A reply starting
 // with "-" is an error.
 func scripted(addr string, acks int64, primary, after string, replica ...string) func(int, []redis.Cmder) error {
+	var mu sync.Mutex // proofs ask a replica at once
 	asked := 0
 	return func(call int, cmds []redis.Cmder) error {
+		mu.Lock()
+		defer mu.Unlock()
 		err := answer(addr, acks)(call, cmds)
 		infos := 0
 		for _, c := range cmds {
@@ -542,9 +546,9 @@ func unconfirmedWrite(t *testing.T, c *fakeCluster) Cmd {
 // Writes whose proofs ask a replica at once, all refused (it runs a script
 // that never ends: BUSY), fail one write between them, not one each: the
 // first refusal holds the replica as a laggard, and a proof whose answer
-// came after that hold reads it as the next write would (out of step).
-// Before, every write in flight when a replica went busy failed (15 in one
-// busy-script window of a verify run).
+// came after that hold reads it as the next write would (a refusal from a
+// replica not waited for: down). Before, every write in flight when a
+// replica went busy failed.
 func TestConcurrentProofsRefusedByOneReplicaFailOneWrite(t *testing.T) {
 	const writes = 8
 	a := newFakeNode("a:1", scripted("a:1", 0, "", "", "-BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE."))
@@ -574,5 +578,11 @@ func TestConcurrentProofsRefusedByOneReplicaFailOneWrite(t *testing.T) {
 	}
 	if failed != 1 {
 		t.Errorf("%d of %d writes failed on one refusing replica, want 1", failed, writes)
+	}
+	if got := testutil.ToFloat64(c.r.m.proofUnconfirmed); got != 1 {
+		t.Errorf("unconfirmed verdicts = %v, want 1", got)
+	}
+	if got := testutil.ToFloat64(c.r.m.proofDown); got != writes-1 {
+		t.Errorf("down verdicts = %v, want %d (the refusals after the hold)", got, writes-1)
 	}
 }
