@@ -16,7 +16,8 @@ type metrics struct {
 	replicaBehind *prometheus.GaugeVec
 	// memory.go: each node's room, from INFO memory and INFO stats.
 	memoryUsed, memoryMax, memoryMayEvict, evictedKeys *prometheus.GaugeVec
-	cannotPersist                                      *prometheus.GaugeVec // persist.go: whether each node can write its data to disk
+	cannotPersist                                      *prometheus.GaugeVec   // persist.go: whether each node can write its data to disk
+	primaryRestarts                                    *prometheus.CounterVec // restart_data.go: primaries restarted before a failover, by what they kept
 	clockOffset                                        *prometheus.GaugeVec
 	clusterOffset                                      prometheus.Gauge
 	refreshes                                          *prometheus.CounterVec
@@ -78,6 +79,9 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		cannotPersist: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "apollo_redis_node_cannot_persist", Help: "1 while a node answers PING with MISCONF: its last RDB snapshot or AOF write failed, and it refuses every write until one succeeds (a replica crashes at its next replicated write).",
 		}, []string{"node"}),
+		primaryRestarts: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "apollo_redis_primary_restarts_total", Help: "Primaries found restarted (a new run_id) while still primaries, by data: kept (at least half the keys of the check before), lost (fewer: its replicas copy it, and its shard's data is gone).",
+		}, []string{"data"}),
 		clockOffset: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "apollo_redis_node_clock_offset_seconds", Help: "Each node's clock (TIME) minus this instance's, at the last precise reading. Write deadlines are moved by it; Redis still expires keys by its own clock.",
 		}, []string{"node"}),
@@ -123,10 +127,12 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	m.proofListed, m.proofAsked = m.proofReplicas.WithLabelValues("listed"), m.proofReplicas.WithLabelValues("holds")
 	m.proofOutOfStep, m.proofDown = m.proofReplicas.WithLabelValues("out_of_step"), m.proofReplicas.WithLabelValues("down")
 	m.proofUnconfirmed = m.proofReplicas.WithLabelValues("unconfirmed")
+	m.primaryRestarts.WithLabelValues("kept") // from 0, so that the first loss is an increase
+	m.primaryRestarts.WithLabelValues("lost")
 	if reg == nil {
 		return m, nil
 	}
-	for _, c := range []prometheus.Collector{m.latency, m.nodeErrors, m.ejections, m.ejected, m.replicaBehind, m.memoryUsed, m.memoryMax, m.memoryMayEvict, m.evictedKeys, m.cannotPersist, m.clockOffset, m.clusterOffset, m.refreshes, m.refreshDeduped, m.kept, m.hedges, m.retries, m.fallbacks, m.commands, m.subscriptionsLost, m.proofReplicas} {
+	for _, c := range []prometheus.Collector{m.latency, m.nodeErrors, m.ejections, m.ejected, m.replicaBehind, m.memoryUsed, m.memoryMax, m.memoryMayEvict, m.evictedKeys, m.cannotPersist, m.primaryRestarts, m.clockOffset, m.clusterOffset, m.refreshes, m.refreshDeduped, m.kept, m.hedges, m.retries, m.fallbacks, m.commands, m.subscriptionsLost, m.proofReplicas} {
 		if err := reg.Register(c); err != nil {
 			return nil, errors.Join(errors.New("register redisroute metrics"), err)
 		}

@@ -77,9 +77,11 @@ func (r *Router) Persistence(ctx context.Context) (known []NodePersistence, unkn
 	})
 }
 
-// checkNodes, every MemoryCheckInterval, asks every node for its memory
-// and its persistence.
+// checkNodes, every MemoryCheckInterval, asks every node for the process
+// behind it (restart_data.go), its memory and its persistence. Restarts
+// first: a node's memory gauges then say its process was recorded too.
 func (r *Router) checkNodes() {
+	r.checkRestarts()
 	r.checkMemory()
 	r.checkPersistence()
 }
