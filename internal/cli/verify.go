@@ -62,7 +62,9 @@ grey node that takes, late, what it was sent), conn-kill (every client
 connection of one node closed every 200 ms, CLIENT KILL: requests in flight
 lose their answers), primary-pause-writes (CLIENT PAUSE WRITE on a primary for
 the fault's length, as a manual failover does: reads go on, writes wait), or
-all. Each node has a loopback address
+all. Two faults joined by + happen together, one an instance's and one the
+cluster's, e.g. instance-kill+forced-switchover (an instance killed while a
+replica is forced over): injected in that order, healed in the reverse. Each node has a loopback address
 of its own (127.A.B.n), so that a partition can be made between them.
 A failing partition's porcupine view is written as HTML next to the report.
 Exit code: 0 every check passed, 3 a violation, 4 a check undecided (and

@@ -38,7 +38,8 @@ const connKillEvery = 200 * time.Millisecond
 // so that an instance keeping its own time could not hide it.
 const instanceClockOff = 8 * time.Second
 
-// ParseFaults parses a comma-separated fault list ("all" for every one).
+// ParseFaults parses a comma-separated fault list ("all" for every one),
+// where "a+b" is two faults together (fault_joint.go).
 func ParseFaults(s string) ([]string, error) {
 	if s == "" || s == "all" {
 		return FaultNames(), nil
@@ -46,7 +47,11 @@ func ParseFaults(s string) ([]string, error) {
 	var out []string
 	for _, f := range strings.Split(s, ",") {
 		f = strings.TrimSpace(f)
-		if !slices.Contains(FaultNames(), f) {
+		if strings.Contains(f, "+") {
+			if err := parseJoint(f); err != nil {
+				return nil, err
+			}
+		} else if !slices.Contains(FaultNames(), f) {
 			return nil, fmt.Errorf("unknown fault %q (want some of %s, or all)", f, strings.Join(FaultNames(), ", "))
 		}
 		out = append(out, f)
@@ -127,6 +132,17 @@ func (n *nemesis) pick(nodes []*localcluster.Node) *localcluster.Node {
 // fault builds the named fault on targets chosen now: a shard at random,
 // as the cluster sees it (after a failover its primary is another node).
 func (n *nemesis) fault(ctx context.Context, name string) (drill.Fault, error) {
+	if a, b, ok := strings.Cut(name, "+"); ok {
+		fa, err := n.fault(ctx, a)
+		if err != nil {
+			return nil, err
+		}
+		fb, err := n.fault(ctx, b)
+		if err != nil {
+			return nil, err
+		}
+		return jointFault{fa, fb}, nil
+	}
 	shard := n.rng.IntN(n.c.Config().Primaries)
 	switch name {
 	case "instance-kill":

@@ -118,12 +118,12 @@ func (c Config) CheckMachine(ctx context.Context) error {
 	if err := localcluster.CheckInstalled(localcluster.DefaultConfig()); err != nil {
 		return err
 	}
-	if slices.Contains(c.Faults, "reshard") {
+	if usesFault(c.Faults, "reshard") {
 		if _, err := exec.LookPath("redis-cli"); err != nil {
 			return fmt.Errorf("the reshard fault needs redis-cli (apt-get install redis-tools; or choose --faults without it): %w", err)
 		}
 	}
-	if slices.Contains(c.Faults, "primary-partition") {
+	if usesFault(c.Faults, "primary-partition") {
 		if err := localcluster.CheckFirewall(ctx); err != nil {
 			return fmt.Errorf("the primary-partition fault cannot run here: %w (choose --faults without it)", err)
 		}

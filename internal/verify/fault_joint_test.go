@@ -1,0 +1,67 @@
+package verify
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/apollo-platform/apollo/internal/drill"
+)
+
+func TestParseFaultsTakesTwoFaultsTogether(t *testing.T) {
+	for _, tc := range []struct {
+		in      string
+		want    []string
+		wantErr string
+	}{
+		{in: "replica-crash, instance-kill+forced-switchover", want: []string{"replica-crash", "instance-kill+forced-switchover"}},
+		{in: "primary-crash+instance-pause", want: []string{"primary-crash+instance-pause"}},
+		{in: "primary-crash+replica-crash", wantErr: "one of the two must be an instance's"},
+		{in: "instance-kill+instance-pause", wantErr: "one of the two must be an instance's"},
+		{in: "instance-kill+reshard+switchover", wantErr: "faults together are two"},
+		{in: "instance-kill+typo", wantErr: `unknown fault "typo"`},
+		{in: "typo", wantErr: `unknown fault "typo"`},
+	} {
+		t.Run(tc.in, func(t *testing.T) {
+			got, err := ParseFaults(tc.in)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("ParseFaults(%q) = %v, %v; want an error saying %q", tc.in, got, err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil || !slices.Equal(got, tc.want) {
+				t.Fatalf("ParseFaults(%q) = %v, %v; want %v", tc.in, got, err, tc.want)
+			}
+		})
+	}
+	if !usesFault([]string{"instance-kill+reshard"}, "reshard") || usesFault([]string{"instance-kill"}, "reshard") {
+		t.Error("usesFault does not see a fault inside a pair, or sees one that is not there")
+	}
+}
+
+// A joint fault injects in order, heals in the reverse order, and still
+// injects and heals the second when the first's injection failed.
+func TestAJointFaultHealsInTheReverseOrder(t *testing.T) {
+	var did []string
+	step := func(name string, err error) drill.Fault {
+		return drill.FaultFunc{Label: name,
+			InjectFn: func(context.Context) error { did = append(did, "inject "+name); return err },
+			HealFn:   func(context.Context) error { did = append(did, "heal "+name); return nil }}
+	}
+	f := jointFault{step("a", errors.New("a failed")), step("b", nil)}
+	if err := f.Inject(context.Background()); err == nil || !strings.Contains(err.Error(), "a failed") {
+		t.Errorf("Inject = %v, want a's error", err)
+	}
+	if err := f.Heal(context.Background()); err != nil {
+		t.Errorf("Heal = %v", err)
+	}
+	if want := []string{"inject a", "inject b", "heal b", "heal a"}; !slices.Equal(did, want) {
+		t.Errorf("did %v, want %v", did, want)
+	}
+	if f.Name() != "a + b" {
+		t.Errorf("Name = %q", f.Name())
+	}
+}
