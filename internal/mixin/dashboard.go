@@ -114,6 +114,8 @@ func rows() []row {
 				}},
 			{"Nodes that cannot persist", "1 while a node's last RDB snapshot or AOF write failed (a full disk, a directory it may no longer write): a primary in this state refuses every write (MISCONF, a 503 for every change on its shard).", "short",
 				[]Query{{`max by (node) (apollo_redis_node_cannot_persist{instance=~"$instance"})`, "{{node}}"}}},
+			{"Primaries restarted", "Primaries found restarted before any failover (a new run_id, still a primary), by whether they came back with their data: kept (an append-only file, say), lost (fewer than half their keys: their replicas copy them, and the shard's bookings are gone). A lost one is an incident: ApolloRedisPrimaryRestartedWithoutItsData.", "short",
+				[]Query{{`max by (data) (increase(apollo_redis_primary_restarts_total{instance=~"$instance"}[$__rate_interval]))`, "{{data}}"}}},
 			{"Keys evicted", "Keys a node deleted to make room (evicted_keys rising): bookings or reservations may be gone. Any is an incident; a node that may evict at all is alerted on.", "short",
 				[]Query{
 					{`max by (node) (increase(apollo_redis_node_evicted_keys{instance=~"$instance"}[$__rate_interval]))`, "evicted {{node}}"},
