@@ -39,7 +39,9 @@ func TestAShortVerifyRunOfThisBuildFindsNoViolation(t *testing.T) {
 	// undoes, for up to the 250 ms before its acknowledgements fail (a
 	// known limit, README). CI hit it with the reshard just before the
 	// partition (2026-12-03); make verify's runs keep every order.
-	cfg.Faults = []string{"handshake", "primary-partition", "reshard", "instance-kill", "instance-clock", "cluster-restart"}
+	// The instance is killed together with a replica (two faults at once,
+	// fault_joint.go).
+	cfg.Faults = []string{"handshake", "primary-partition", "reshard", "instance-kill+replica-crash", "instance-clock", "cluster-restart"}
 	progress, err := os.Create(filepath.Join(dir, "progress.log"))
 	if err != nil {
 		t.Fatal(err)
