@@ -114,6 +114,9 @@ type History struct {
 	// ServeFlags are the flags the run added to every instance's serve
 	// (--serve-flag): what was checked, when not the defaults.
 	ServeFlags []string `json:"serve_flags,omitempty"`
+	// Balancer: a request an instance refused the connection of went to
+	// the next instance (Config.Balancer).
+	Balancer bool `json:"balancer,omitempty"`
 	// HostClockStep is how far this host's wall clock moved, over the run,
 	// beyond the time that passed (wall minus monotonic time since Start,
 	// read when the final state is): a step of the host's clock (NTP, a

@@ -25,13 +25,19 @@ type recorder struct {
 	// deadline is recorded (see Op.Deadline).
 	deadlines bool
 	client    *http.Client
+	// next, when set, is the instance after one in the fleet: a request
+	// whose connection an instance refused (never sent) goes to the next,
+	// as a load balancer retries a refused connection, until one takes it
+	// or every one of tries has refused.
+	next  func(api string) string
+	tries int
 
 	mu  sync.Mutex
 	ops []Op
 }
 
 func newRecorder(start time.Time, timeout time.Duration, deadlines bool) *recorder {
-	return &recorder{start: start, timeout: timeout, deadlines: deadlines, client: &http.Client{Timeout: timeout}}
+	return &recorder{start: start, timeout: timeout, deadlines: deadlines, client: &http.Client{Timeout: timeout}, tries: 1}
 }
 
 func (r *recorder) since() int64 { return time.Since(r.start).Nanoseconds() }
@@ -65,36 +71,21 @@ func (a answer) state() State {
 // do sends one request for op (Kind, Client, Instance and the entity IDs
 // set) and records it. headers may carry the Idempotency-Key.
 func (r *recorder) do(ctx context.Context, op Op, method, path string, body any, headers map[string]string) Op {
-	var rd io.Reader
+	var raw []byte
 	if body != nil {
-		raw, _ := json.Marshal(body)
-		rd = bytes.NewReader(raw)
+		raw, _ = json.Marshal(body)
 	}
-	req, err := http.NewRequestWithContext(ctx, method, op.Instance+path, rd)
-	if err != nil {
-		op.Outcome = Failed
-		return op
-	}
-	req.Header.Set("Content-Type", "application/json")
-	for k, v := range headers {
-		req.Header.Set(k, v)
-	}
+	var deadline time.Time
 	if !op.Kind.isRead() {
-		// One recorded operation is one request: net/http replays a
-		// request with an Idempotency-Key whose connection broke before an
-		// answer, and would record only the replay's answer, which may say
-		// not_applied of a first attempt that was applied.
-		req.GetBody = nil
 		// The client waits until then; Apollo makes the write's changes
 		// before it or never, which bounds an unknown outcome.
-		deadline := time.Now().Add(r.timeout)
-		req.Header.Set(httpapi.DeadlineHeader, strconv.FormatInt(deadline.UnixMilli(), 10))
+		deadline = time.Now().Add(r.timeout)
 		if r.deadlines {
 			op.Deadline = deadline.Sub(r.start).Nanoseconds()
 		}
 	}
 	op.Invoke = r.since()
-	resp, err := r.client.Do(req)
+	resp, err := r.send(ctx, &op, method, path, raw, headers, deadline)
 	op.Return = r.since()
 	var a answer
 	if err == nil {
@@ -115,6 +106,41 @@ func (r *recorder) do(ctx context.Context, op Op, method, path string, body any,
 	r.ops = append(r.ops, op)
 	r.mu.Unlock()
 	return op
+}
+
+// send sends op's request to op.Instance and, while the connection is
+// refused and a balancer is modelled (next), to the instances after it;
+// op.Instance is left naming the last one tried.
+func (r *recorder) send(ctx context.Context, op *Op, method, path string, raw []byte, headers map[string]string, deadline time.Time) (*http.Response, error) {
+	for try := 1; ; try++ {
+		var rd io.Reader
+		if raw != nil {
+			rd = bytes.NewReader(raw)
+		}
+		req, err := http.NewRequestWithContext(ctx, method, op.Instance+path, rd)
+		if err != nil {
+			return nil, err
+		}
+		req.Header.Set("Content-Type", "application/json")
+		for k, v := range headers {
+			req.Header.Set(k, v)
+		}
+		if !deadline.IsZero() {
+			// One recorded operation is one request: net/http replays a
+			// request with an Idempotency-Key whose connection broke
+			// before an answer, and would record only the replay's answer,
+			// which may say not_applied of a first attempt that was
+			// applied. (A refused connection sent nothing: trying the next
+			// instance is not a replay.)
+			req.GetBody = nil
+			req.Header.Set(httpapi.DeadlineHeader, strconv.FormatInt(deadline.UnixMilli(), 10))
+		}
+		resp, err := r.client.Do(req)
+		if err == nil || !neverSent(err) || r.next == nil || try >= r.tries {
+			return resp, err
+		}
+		op.Instance = r.next(op.Instance)
+	}
 }
 
 func (k Kind) isRead() bool { return k == ReadBooking || k == ReadDriver }

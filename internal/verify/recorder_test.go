@@ -1,11 +1,15 @@
 package verify
 
 import (
+	"context"
 	"errors"
+	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestAnAnswerProvesWhatItSays(t *testing.T) {
@@ -55,4 +59,44 @@ func dialRefused(t *testing.T) error {
 		t.Fatalf("a refused connection: %v, not seen as never sent", err)
 	}
 	return err
+}
+
+// With a balancer modelled, a request whose connection an instance refused
+// goes to the next, and is recorded once, as the next one answered it,
+// from its first invocation; a request that was answered, even badly, is
+// not sent again. Without one, the refusal is the request's outcome.
+func TestARefusedConnectionGoesToTheNextInstanceBehindABalancer(t *testing.T) {
+	var got []string
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		got = append(got, r.Method+" "+r.URL.Path+" "+string(body)+" "+r.Header.Get("Idempotency-Key"))
+		w.WriteHeader(http.StatusCreated)
+		_, _ = io.WriteString(w, `{"status":"searching","version":1}`)
+	}))
+	defer up.Close()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	down := "http://" + ln.Addr().String()
+	ln.Close()
+	next := map[string]string{down: up.URL, up.URL: down}
+
+	for _, balanced := range []bool{true, false} {
+		got = nil
+		r := newRecorder(time.Now(), time.Second, true)
+		if balanced {
+			r.next, r.tries = func(api string) string { return next[api] }, 2
+		}
+		op := r.do(context.Background(), Op{Kind: CreateBooking, Instance: down}, http.MethodPost, "/v1/bookings", map[string]string{"rider_id": "r1"}, map[string]string{"Idempotency-Key": "k1"})
+		switch {
+		case balanced && (op.Outcome != OK || op.Status != http.StatusCreated || op.Instance != up.URL || len(got) != 1 || got[0] != `POST /v1/bookings {"rider_id":"r1"} k1`):
+			t.Errorf("balanced: %+v, the next instance got %q; want it answered there, once, with the body and key", op, got)
+		case !balanced && (op.Outcome != Failed || op.Instance != down || len(got) != 0):
+			t.Errorf("not balanced: %+v, the other instance got %q; want a refusal, never sent", op, got)
+		}
+		if n := len(r.history()); n != 1 {
+			t.Errorf("balanced %v: %d operations recorded, want 1", balanced, n)
+		}
+	}
 }

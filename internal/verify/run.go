@@ -57,6 +57,11 @@ type Config struct {
 	// Progress receives a line per phase and per fault, one write at a
 	// time.
 	Progress io.Writer
+	// Balancer models the load balancer in front of the instances: a
+	// request whose connection an instance refused (killed, restarting)
+	// goes to the next one, as a balancer retries a refused connection.
+	// Without it each request goes to its instance only.
+	Balancer bool
 
 	// The instances' settings that bound G4/G5's slack.
 	ReservationTTL, AllocationTimeout, ScanEvery, ClaimHold time.Duration
@@ -74,7 +79,7 @@ const recoverWithin = 2 * time.Minute
 func DefaultConfig() Config {
 	return Config{Instances: 2, Duration: time.Minute, Faults: FaultNames(), FaultEvery: 3 * time.Second, FaultFor: 6 * time.Second,
 		Drivers: 12, Riders: 16, Seed: 1, ReservationTTL: 3 * time.Second, AllocationTimeout: 10 * time.Second,
-		ScanEvery: 250 * time.Millisecond, ClaimHold: 3 * time.Second, LeaseTTL: 3 * time.Second, RenewEvery: 500 * time.Millisecond, Persistence: localcluster.PersistenceAOF, Progress: io.Discard}
+		ScanEvery: 250 * time.Millisecond, ClaimHold: 3 * time.Second, LeaseTTL: 3 * time.Second, RenewEvery: 500 * time.Millisecond, Persistence: localcluster.PersistenceAOF, Progress: io.Discard, Balancer: true}
 }
 
 // Validate reports an unusable config.
@@ -198,6 +203,10 @@ func Run(ctx context.Context, cfg Config) (h History, err error) {
 	rec := newRecorder(h.Start, clientTimeout, deadlines)
 	w := &workload{rec: rec, instances: instances, drivers: cfg.Drivers, riders: cfg.Riders, seed: cfg.Seed,
 		center: [2]float64{1.3000, 103.8000}, bookings: map[string]bool{}}
+	if cfg.Balancer {
+		rec.next, rec.tries = w.after, len(instances)
+		h.Balancer = true
+	}
 	n := &nemesis{c: c, instances: instances, faults: cfg.Faults, every: cfg.FaultEvery, hold: cfg.FaultFor,
 		rng: rand.New(rand.NewPCG(cfg.Seed, 7)), start: h.Start,
 		say: func(line string) { say("%s (%d operations so far)", line, rec.count()) }}
