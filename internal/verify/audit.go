@@ -38,6 +38,7 @@ func Audits() []Audit {
 		{Code: CodeCreatedLost, Skip: noFinal, Run: CreatedLost},
 		{Code: CodeDriverHeldTwice, Run: DriverHeldTwice},
 		{Code: CodeOrphanReservation, Skip: noFinal, Run: OrphanReservations},
+		{Code: CodeReservationOverdue, Skip: overdueUnjudged, Run: OverdueReservations},
 		{Code: CodeBookingStuck, Skip: noFinal, Run: StuckBookings},
 		{Code: CodeRulesDiffer, Skip: noFinal, Run: RulesDiffer},
 		{Code: CodeGhostBooking, Skip: noFinal, Run: GhostBookings},

@@ -77,6 +77,7 @@ func Check(h History, opts Options) Report {
 	if opts.Slack > 0 {
 		h.Slack = opts.Slack
 	}
+	h.readLag = opts.DriverReadLag
 	r := Report{Counts: countsOf(h), Violations: []Violation{}}
 	bookings, drivers := BookingOps(h), DriverOps(h, opts.DriverReadLag)
 	r.Counts.Bookings, r.Counts.BookingOpsChecked = sizeOf(bookings)

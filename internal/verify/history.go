@@ -124,6 +124,9 @@ type History struct {
 	// instance's time with it, and so every deadline read back, against
 	// the run's monotonic timeline.
 	HostClockStep time.Duration `json:"host_clock_step_ns,omitempty"`
+	// readLag is how stale a driver read may be (Options.DriverReadLag),
+	// set by Check for the audits.
+	readLag time.Duration
 }
 
 // clockStep is how far the wall clock moved since start beyond the time

@@ -81,7 +81,10 @@ func sleep(ctx context.Context, d time.Duration) bool {
 
 // driver heartbeats, goes on line, and answers reservations: mostly
 // accepts (then picks up and drops off the rider), sometimes declines,
-// sometimes lets the reservation lapse.
+// sometimes lets the reservation lapse, and then, one time in three, its
+// app goes quiet (a phone out of battery, an app killed) for driverQuiet:
+// only Apollo can free it then (G5), and its first read when it comes back
+// shows whether it did (reservation_overdue).
 func (w *workload) driver(ctx context.Context, client int, id string, rng *rand.Rand) {
 	lat := w.center[0] + (rng.Float64()-0.5)*0.01
 	lng := w.center[1] + (rng.Float64()-0.5)*0.01
@@ -120,6 +123,8 @@ func (w *workload) driver(ctx context.Context, client int, id string, rng *rand.
 				event("accept", d.Seen.BookingID)
 			case p < 0.85:
 				event("decline", d.Seen.BookingID)
+			case p < 0.9:
+				sleep(ctx, driverQuiet) // lets it lapse, and says nothing
 			} // else: let it lapse
 		case d.Seen.Status == "reserved" && d.Seen.Accepted:
 			if sleep(ctx, time.Duration(200+rng.IntN(800))*time.Millisecond) {
@@ -133,6 +138,12 @@ func (w *workload) driver(ctx context.Context, client int, id string, rng *rand.
 		sleep(ctx, time.Duration(100+rng.IntN(200))*time.Millisecond)
 	}
 }
+
+// driverQuiet is how long a driver's app stays quiet after a reservation
+// it let lapse: longer than the reservation's end plus the checks' slack
+// and a driver read's lag, so that a reservation Apollo did not free is
+// seen overdue.
+const driverQuiet = 15 * time.Second
 
 // doubleSubmit is the share of bookings a rider creates twice at once
 // (the second within 300 ms of the first, on another instance); the

@@ -1,0 +1,42 @@
+package verify
+
+import (
+	"testing"
+	"time"
+)
+
+// A reservation seen alive, not accepted, past its end by more than the
+// slack and the read's lag is overdue, unless a fault that may stop writes
+// lasted from its end to the read. history() has a 2 s slack; the lag here
+// is 1 s, so a read invoked more than 3 s after the end is overdue.
+func TestOverdueReservationsSeeASweepThatFreesDriversLate(t *testing.T) {
+	reserved := until(drv("reserved", "b1", false, 2), 10)
+	window := func(kind string, from, to float64) []FaultEvent {
+		return []FaultEvent{{Kind: kind, Fault: kind + " x", Action: "inject", At: sec(from)}, {Kind: kind, Fault: kind + " x", Action: "heal", At: sec(to)}}
+	}
+	for _, tc := range []struct {
+		name   string
+		read   Op
+		faults []FaultEvent
+		want   int
+	}{
+		{"read within the slack and the lag", readDriver("d1", 12.9, 13, reserved), nil, 0},
+		{"read past them", readDriver("d1", 13.5, 13.6, reserved), nil, 1},
+		{"accepted: it never expires", readDriver("d1", 20, 20.1, until(drv("reserved", "b1", true, 3), 10)), nil, 0},
+		{"no end recorded", readDriver("d1", 20, 20.1, drv("reserved", "b1", false, 2)), nil, 0},
+		{"available", readDriver("d1", 20, 20.1, drv("available", "", false, 3)), nil, 0},
+		{"a primary hung meanwhile: its shard could not be written", readDriver("d1", 20, 20.1, reserved), window("primary-hang", 12, 15), 0},
+		{"an instance killed with a failover meanwhile", readDriver("d1", 20, 20.1, reserved), window("instance-kill+primary-crash", 5, 11), 0},
+		{"a replica crashed meanwhile: writes went on", readDriver("d1", 20, 20.1, reserved), window("replica-crash", 12, 15), 1},
+		{"an instance killed meanwhile: another sweeps", readDriver("d1", 20, 20.1, reserved), window("instance-kill", 12, 15), 1},
+		{"a fault that ended before the reservation did", readDriver("d1", 20, 20.1, reserved), window("primary-hang", 2, 8), 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := history(tc.read)
+			h.Faults, h.readLag = tc.faults, time.Second
+			if got := OverdueReservations(h); len(got) != tc.want {
+				t.Errorf("got %d violations %+v, want %d", len(got), got, tc.want)
+			}
+		})
+	}
+}
