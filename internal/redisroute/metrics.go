@@ -80,7 +80,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "apollo_redis_node_cannot_persist", Help: "1 while a node answers PING with MISCONF: its last RDB snapshot or AOF write failed, and it refuses every write until one succeeds (a replica crashes at its next replicated write).",
 		}, []string{"node"}),
 		primaryRestarts: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "apollo_redis_primary_restarts_total", Help: "Primaries found restarted (a new run_id) while still primaries, by data: kept (at least half the keys of the check before), lost (fewer: its replicas copy it, and its shard's data is gone).",
+			Name: "apollo_redis_primary_restarts_total", Help: "Primaries found restarted (a new run_id, a primary before and after), by data: kept (back from an append-only file, or a snapshot with at least half the keys of the check before), lost (fewer, or none: its replicas copy it, and its shard's data is gone).",
 		}, []string{"data"}),
 		clockOffset: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "apollo_redis_node_clock_offset_seconds", Help: "Each node's clock (TIME) minus this instance's, at the last precise reading. Write deadlines are moved by it; Redis still expires keys by its own clock.",

@@ -4,6 +4,8 @@ import (
 	"context"
 	"strconv"
 	"strings"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // A primary that crashes and is restarted by its supervisor within the
@@ -13,29 +15,45 @@ import (
 // comes back empty and the shard's bookings are gone, confirmed ones
 // included, with no error anywhere (verify --faults primary-restart
 // --persistence none). Apollo cannot prevent it, but it must not be
-// silent: every node check compares each primary's process (run_id) and
-// key count with the check before, and a primary that came back with
-// fewer than half its keys is logged as an error and counted (the alert
+// silent: every node check compares each node's process (run_id) with the
+// check before, and a node that was a primary then and is one now, in a
+// new process, is judged by what it came back with: kept with an
+// append-only file (a process crash loses nothing of it), else by the keys
+// it loaded from its snapshot (none without persistence) against the keys
+// it had. Not by the keys it has when the check comes: seconds after a
+// restart, heartbeats and the like have made many again, and the bookings
+// are still gone. The losses are logged as errors and counted (the alert
 // ApolloRedisPrimaryRestartedWithoutItsData).
 
 // nodeRun is what a node check learns of the process behind a node.
 type nodeRun struct {
 	Addr    string
 	RunID   string
-	Keys    int64 // keys of every database (INFO keyspace)
+	Primary bool  // role:master
+	Keys    int64 // keys of every database now (INFO keyspace)
 	Loading bool  // still loading its data set from disk
+	AOF     bool  // aof_enabled: it came back from its append-only file
+	// Loaded is rdb_last_load_keys_loaded, the keys its last load from a
+	// snapshot brought; -1 when INFO does not say (before Redis 7.0).
+	Loaded int64
 }
 
-// parseNodeRun reads the text of INFO server, keyspace and persistence,
-// in any order. ok is false without a run_id.
+// parseNodeRun reads the text of INFO server, replication, keyspace and
+// persistence, in any order. ok is false without a run_id.
 func parseNodeRun(addr, info string) (r nodeRun, ok bool) {
-	r.Addr = addr
+	r.Addr, r.Loaded = addr, -1
 	infoFields(info, func(k, v string) {
 		switch {
 		case k == "run_id":
 			r.RunID, ok = v, v != ""
+		case k == "role":
+			r.Primary = v == "master"
 		case k == "loading":
 			r.Loading = v == "1"
+		case k == "aof_enabled":
+			r.AOF = v == "1"
+		case k == "rdb_last_load_keys_loaded":
+			r.Loaded, _ = strconv.ParseInt(v, 10, 64)
 		case strings.HasPrefix(k, "db"):
 			// db0:keys=12,expires=3,avg_ttl=0,...
 			keys, _, _ := strings.Cut(strings.TrimPrefix(v, "keys="), ",")
@@ -51,69 +69,82 @@ func parseNodeRun(addr, info string) (r nodeRun, ok bool) {
 type restartVerdict int
 
 const (
-	notRestarted     restartVerdict = iota
-	restartUndecided                // restarted, still loading: judged at a later check
-	restartKept                     // restarted with at least half its keys
-	restartLost                     // restarted with fewer than half
+	notRestarted      restartVerdict = iota
+	restartNotPrimary                // restarted, but a replica before or now: it copies its primary
+	restartKept                      // a primary back with its data
+	restartLost                      // a primary back with fewer than half its keys
 )
 
-// judgeRestart compares now with last, the same node's previous check
-// (seen false: none). Half is the line because keys come and go between
-// two checks (seconds apart), while a node that lost its data comes back
-// with none, or with a snapshot's.
+// judgeRestart compares now, a node's process loaded (not Loading), with
+// last, the same node's previous check (seen false: none). Half is the
+// line for a snapshot: keys come and go between two checks (seconds
+// apart), while a node that lost its data comes back with none, or with
+// an old snapshot's.
 func judgeRestart(last nodeRun, seen bool, now nodeRun) restartVerdict {
-	switch {
-	case !seen || last.RunID == "" || now.RunID == last.RunID:
-		return notRestarted
-	case now.Loading:
-		return restartUndecided
-	case 2*now.Keys < last.Keys:
-		return restartLost
+	back := now.Keys // what it came back with, when INFO does not say
+	if now.Loaded >= 0 {
+		back = now.Loaded
 	}
-	return restartKept
+	switch {
+	case !seen || now.RunID == last.RunID:
+		return notRestarted
+	case !last.Primary || !now.Primary:
+		return restartNotPrimary
+	case now.AOF || 2*back >= last.Keys:
+		return restartKept
+	}
+	return restartLost
 }
 
 // checkRestarts, with every node check, finds the primaries that
 // restarted since the check before and says whether they kept their data.
-// A replica's restart is not judged here: it copies its primary, whatever
-// it came back with (restart.go holds it out of reads until then).
+// A node that was a replica at the check before, or is one now, is not
+// judged: it copies its primary, whatever it came back with (restart.go
+// holds it out of reads until then). Roles are the nodes' own, not the
+// slot map's, which may not know yet of a failover.
 func (r *Router) checkRestarts() {
 	ctx, cancel := context.WithTimeout(context.Background(), r.cfg.MemoryCheckInterval)
 	defer cancel()
 	t := r.topo.Load()
 	known, _ := askEveryNode(t, func(n *node) (nodeRun, bool) {
 		pipe := n.probe.Pipeline()
-		server, keyspace, persistence := pipe.Info(ctx, "server"), pipe.Info(ctx, "keyspace"), pipe.Info(ctx, "persistence")
+		var text []*redis.StringCmd
+		for _, section := range []string{"server", "replication", "keyspace", "persistence"} {
+			text = append(text, pipe.Info(ctx, section))
+		}
 		if _, err := pipe.Exec(ctx); err != nil {
 			return nodeRun{}, false
 		}
-		return parseNodeRun(n.addr, server.Val()+"\n"+keyspace.Val()+"\n"+persistence.Val())
+		var all strings.Builder
+		for _, t := range text {
+			all.WriteString(t.Val() + "\n")
+		}
+		return parseNodeRun(n.addr, all.String())
 	})
 	in := t.byAddr()
 	r.runMu.Lock()
 	defer r.runMu.Unlock()
 	for _, now := range known {
-		n := in[now.Addr]
-		if n == nil {
+		if in[now.Addr] == nil {
 			continue
+		}
+		if now.Loading {
+			continue // judged once loaded: the check before stays the one to compare with
 		}
 		last, seen := r.runLast[now.Addr]
 		v := judgeRestart(last, seen, now)
-		if v == restartUndecided {
-			continue // the check before stays the one to compare with
-		}
 		r.runLast[now.Addr] = now
-		if v == notRestarted || t.isReplica(n) {
+		if v == notRestarted || v == restartNotPrimary {
 			continue
 		}
 		if v == restartLost {
 			r.m.primaryRestarts.WithLabelValues("lost").Inc()
 			r.log.Error("redis primary restarted without its data: its replicas copy what it came back with, so what its shard held is lost, confirmed bookings included (no persistence, or only an old snapshot); restore the shard from a backup if there is one",
-				"node", now.Addr, "keys_before", last.Keys, "keys_now", now.Keys)
+				"node", now.Addr, "keys_before", last.Keys, "keys_loaded", now.Loaded, "keys_now", now.Keys)
 			continue
 		}
 		r.m.primaryRestarts.WithLabelValues("kept").Inc()
-		r.log.Warn("redis primary restarted before a failover, with its data", "node", now.Addr, "keys_before", last.Keys, "keys_now", now.Keys)
+		r.log.Warn("redis primary restarted before a failover, with its data", "node", now.Addr, "aof", now.AOF, "keys_before", last.Keys, "keys_loaded", now.Loaded, "keys_now", now.Keys)
 	}
 	for addr := range r.runLast {
 		if in[addr] == nil {

@@ -23,21 +23,25 @@ import (
 var instanceFaults = []string{"instance-kill", "instance-pause", "instance-clock"}
 
 // parseJoint checks a fault name of the form "a+b": two known faults,
-// one an instance's and the other the cluster's.
-func parseJoint(name string) error {
+// one an instance's and the other the cluster's. It returns the name
+// without spaces around the parts.
+func parseJoint(name string) (string, error) {
 	parts := strings.Split(name, "+")
+	for i := range parts {
+		parts[i] = strings.TrimSpace(parts[i])
+	}
 	if len(parts) != 2 {
-		return fmt.Errorf("fault %q: faults together are two, one of an instance and one of the cluster, e.g. instance-kill+forced-switchover", name)
+		return "", fmt.Errorf("fault %q: faults together are two, one of an instance and one of the cluster, e.g. instance-kill+forced-switchover", name)
 	}
 	for _, p := range parts {
 		if !slices.Contains(FaultNames(), p) {
-			return fmt.Errorf("fault %q: unknown fault %q (want some of %s)", name, p, strings.Join(FaultNames(), ", "))
+			return "", fmt.Errorf("fault %q: unknown fault %q (want some of %s)", name, p, strings.Join(FaultNames(), ", "))
 		}
 	}
 	if slices.Contains(instanceFaults, parts[0]) == slices.Contains(instanceFaults, parts[1]) {
-		return fmt.Errorf("fault %q: one of the two must be an instance's (%s) and the other the cluster's", name, strings.Join(instanceFaults, ", "))
+		return "", fmt.Errorf("fault %q: one of the two must be an instance's (%s) and the other the cluster's", name, strings.Join(instanceFaults, ", "))
 	}
-	return nil
+	return strings.Join(parts, "+"), nil
 }
 
 // usesFault reports whether faults has name, alone or together with
@@ -47,38 +51,58 @@ func usesFault(faults []string, name string) bool {
 }
 
 // jointFault is faults injected in order and healed in the reverse order.
-type jointFault []drill.Fault
+type jointFault struct {
+	parts  []drill.Fault
+	failed []error // the parts' injections that failed, for Effect
+}
 
-func (t jointFault) Name() string {
-	names := make([]string, len(t))
-	for i, f := range t {
+func (t *jointFault) Name() string {
+	names := make([]string, len(t.parts))
+	for i, f := range t.parts {
 		names[i] = f.Name()
 	}
 	return strings.Join(names, " + ")
 }
 
-// Inject injects every fault, even after one failed: the others still
-// happen, and are healed.
-func (t jointFault) Inject(ctx context.Context) error {
+// Inject injects every part, even after one failed: the others still
+// happen, and are healed. It fails only when every part did, so that a
+// fault that partly happened keeps its window in the history (an inject
+// that failed has none); Effect tells of the parts that failed.
+func (t *jointFault) Inject(ctx context.Context) error {
+	t.failed = nil
+	for _, f := range t.parts {
+		if err := f.Inject(ctx); err != nil {
+			t.failed = append(t.failed, fmt.Errorf("%s: %w", f.Name(), err))
+		}
+	}
+	if len(t.failed) == len(t.parts) {
+		return errors.Join(t.failed...)
+	}
+	return nil
+}
+
+// Heal heals every part, the last injected first, each within healWithin
+// of its own: a slow heal of one must not leave the other no time.
+func (t *jointFault) Heal(ctx context.Context) error {
 	var errs []error
-	for _, f := range t {
-		errs = append(errs, f.Inject(ctx))
+	for _, f := range slices.Backward(t.parts) {
+		pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), healWithin)
+		if err := f.Heal(pctx); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", f.Name(), err))
+		}
+		cancel()
 	}
 	return errors.Join(errs...)
 }
 
-func (t jointFault) Heal(ctx context.Context) error {
-	var errs []error
-	for _, f := range slices.Backward(t) {
-		errs = append(errs, f.Heal(ctx))
-	}
-	return errors.Join(errs...)
-}
-
-// Effect is the effects of the faults that measure one.
-func (t jointFault) Effect() string {
+// Effect is the effects of the parts that measure one, and the parts that
+// could not be injected.
+func (t *jointFault) Effect() string {
 	var effects []string
-	for _, f := range t {
+	for _, err := range t.failed {
+		effects = append(effects, "not injected: "+err.Error())
+	}
+	for _, f := range t.parts {
 		if e, ok := f.(effecter); ok && e.Effect() != "" {
 			effects = append(effects, e.Effect())
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 
 	"github.com/apollo-platform/apollo/internal/localcluster"
@@ -23,10 +24,11 @@ import (
 // so a full sync). Persisted, that is everything it answered for;
 // without persistence, an empty data set: the whole shard lost.
 type restartFault struct {
-	c      *localcluster.Cluster
-	node   *localcluster.Node // nil: every node
-	before []string
-	effect string
+	c         *localcluster.Cluster
+	node      *localcluster.Node // nil: every node
+	before    []string
+	beforeErr error
+	effect    string
 }
 
 func (r *restartFault) Name() string {
@@ -37,7 +39,7 @@ func (r *restartFault) Name() string {
 }
 
 func (r *restartFault) Inject(ctx context.Context) error {
-	r.before, _ = r.keys(ctx)
+	r.before, r.beforeErr = r.keys(ctx)
 	if r.node != nil {
 		return r.node.Restart(ctx)
 	}
@@ -65,11 +67,27 @@ func (r *restartFault) Heal(ctx context.Context) error {
 		return err
 	}
 	after, err := r.keys(ctx)
-	if err == nil {
+	switch {
+	case r.beforeErr != nil || err != nil:
+		r.effect = fmt.Sprintf("the keys kept are not known: %v", errors.Join(r.beforeErr, err))
+	default:
 		r.effect = fmt.Sprintf("%d of the %d keys there at the kill were there after the restart (persistence %s)",
 			kept(r.before, after), len(r.before), r.c.Config().Persistence)
 	}
+	if r.node != nil && !isPrimary(ctx, r.node) {
+		// The restart took longer than the node timeout: a replica was
+		// promoted, and this was a failover after all.
+		r.effect += "; it came back as a replica: a failover happened meanwhile"
+	}
 	return nil
+}
+
+// isPrimary reports whether n says it is a primary.
+func isPrimary(ctx context.Context, n *localcluster.Node) bool {
+	cl := n.Client()
+	defer cl.Close()
+	info, err := cl.Info(ctx, "replication").Result()
+	return err == nil && strings.Contains(info, "role:master")
 }
 
 func (r *restartFault) Effect() string { return r.effect }

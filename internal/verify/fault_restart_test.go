@@ -3,6 +3,7 @@ package verify
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -57,6 +58,9 @@ func TestAPrimaryRestartedAtOnceStaysPrimaryWithWhatItsPersistenceKept(t *testin
 			}
 			if tc.wantAll && kept != before || !tc.wantAll && kept != 0 {
 				t.Errorf("effect %q, want every key kept: %v", f.Effect(), tc.wantAll)
+			}
+			if strings.Contains(f.Effect(), "failover") {
+				t.Errorf("effect %q: a failover happened, want none", f.Effect())
 			}
 		})
 	}

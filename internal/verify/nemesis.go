@@ -48,9 +48,11 @@ func ParseFaults(s string) ([]string, error) {
 	for _, f := range strings.Split(s, ",") {
 		f = strings.TrimSpace(f)
 		if strings.Contains(f, "+") {
-			if err := parseJoint(f); err != nil {
+			joint, err := parseJoint(f)
+			if err != nil {
 				return nil, err
 			}
+			f = joint
 		} else if !slices.Contains(FaultNames(), f) {
 			return nil, fmt.Errorf("unknown fault %q (want some of %s, or all)", f, strings.Join(FaultNames(), ", "))
 		}
@@ -76,8 +78,9 @@ type nemesis struct {
 // effecter is a fault that measures what it did to the data.
 type effecter interface{ Effect() string }
 
-func (n *nemesis) record(kind string, f drill.Fault, action string, err error) {
-	ev := FaultEvent{Kind: kind, Fault: f.Name(), Action: action, At: time.Since(n.start).Nanoseconds()}
+// record records an action on f, begun at at (since the run's start).
+func (n *nemesis) record(kind string, f drill.Fault, action string, at time.Duration, err error) {
+	ev := FaultEvent{Kind: kind, Fault: f.Name(), Action: action, At: at.Nanoseconds()}
 	if err != nil {
 		ev.Err = err.Error()
 	}
@@ -103,6 +106,9 @@ func (n *nemesis) add(ev FaultEvent) {
 	n.say(line)
 }
 
+// healWithin bounds the healing of one fault (each of a pair's).
+const healWithin = 60 * time.Second
+
 // run injects faults until ctx ends, healing each before the next and the
 // last one before it returns (with a context of its own: healing must
 // happen even when the run is over).
@@ -117,10 +123,14 @@ func (n *nemesis) run(ctx context.Context) {
 			n.add(FaultEvent{Kind: kind, Fault: kind, Action: "inject", At: time.Since(n.start).Nanoseconds(), Err: err.Error()})
 			continue
 		}
-		n.record(kind, f, "inject", f.Inject(ctx))
+		// An inject is stamped when it begins: one that takes a while (a
+		// restart) is part of the fault. A heal, when it is done.
+		at := time.Since(n.start)
+		n.record(kind, f, "inject", at, f.Inject(ctx))
 		sleep(ctx, n.hold)
-		hctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-		n.record(kind, f, "heal", f.Heal(hctx))
+		hctx, cancel := context.WithTimeout(context.Background(), healWithin)
+		err = f.Heal(hctx)
+		n.record(kind, f, "heal", time.Since(n.start), err)
 		cancel()
 	}
 }
@@ -133,6 +143,7 @@ func (n *nemesis) pick(nodes []*localcluster.Node) *localcluster.Node {
 // as the cluster sees it (after a failover its primary is another node).
 func (n *nemesis) fault(ctx context.Context, name string) (drill.Fault, error) {
 	if a, b, ok := strings.Cut(name, "+"); ok {
+		a, b = strings.TrimSpace(a), strings.TrimSpace(b)
 		fa, err := n.fault(ctx, a)
 		if err != nil {
 			return nil, err
@@ -141,7 +152,7 @@ func (n *nemesis) fault(ctx context.Context, name string) (drill.Fault, error) {
 		if err != nil {
 			return nil, err
 		}
-		return jointFault{fa, fb}, nil
+		return &jointFault{parts: []drill.Fault{fa, fb}}, nil
 	}
 	shard := n.rng.IntN(n.c.Config().Primaries)
 	switch name {

@@ -5,11 +5,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptrace"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/apollo-platform/apollo/internal/httpapi"
@@ -135,7 +138,18 @@ func (r *recorder) send(ctx context.Context, op *Op, method, path string, raw []
 			req.GetBody = nil
 			req.Header.Set(httpapi.DeadlineHeader, strconv.FormatInt(deadline.UnixMilli(), 10))
 		}
+		// net/http sends some requests again on a new connection when the
+		// one it reused broke after they were written (a GET, a request
+		// with an Idempotency-Key and no body), and the new one's dial
+		// error is all it returns: whether anything was written is asked
+		// of the transport itself.
+		var wrote atomic.Bool
+		req = req.WithContext(httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{WroteHeaders: func() { wrote.Store(true) }}))
 		resp, err := r.client.Do(req)
+		if err != nil && wrote.Load() && neverSent(err) {
+			// %v: a request that was written may have been done.
+			err = fmt.Errorf("sent, then its connection failed: %v", err)
+		}
 		if err == nil || !neverSent(err) || r.next == nil || try >= r.tries {
 			return resp, err
 		}

@@ -1,6 +1,7 @@
 package verify
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"io"
@@ -98,5 +99,59 @@ func TestARefusedConnectionGoesToTheNextInstanceBehindABalancer(t *testing.T) {
 		if n := len(r.history()); n != 1 {
 			t.Errorf("balanced %v: %d operations recorded, want 1", balanced, n)
 		}
+	}
+}
+
+// net/http sends a request with an Idempotency-Key and no body again on a
+// new connection when the reused one breaks after it was written, and
+// returns only the new dial's error: such a request was sent, may have
+// been done, and goes to no other instance.
+func TestARequestWrittenThenReplayedIntoARefusalIsUnknown(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan string, 4)
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		conn, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer conn.Close()
+		rd := bufio.NewReader(conn)
+		for i := 0; ; i++ {
+			req, err := http.ReadRequest(rd)
+			if err != nil {
+				return
+			}
+			got <- req.Method + " " + req.URL.Path
+			if i == 1 {
+				ln.Close() // the replay's dial is refused
+				return     // and the request that came is never answered
+			}
+			_, _ = io.WriteString(conn, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}")
+		}
+	}()
+	defer ln.Close()
+	api := "http://" + ln.Addr().String()
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got <- "other " + r.Method + " " + r.URL.Path
+	}))
+	defer other.Close()
+	r := newRecorder(time.Now(), 2*time.Second, true)
+	r.next, r.tries = func(string) string { return other.URL }, 2
+	r.do(context.Background(), Op{Kind: ReadDriver, Instance: api}, http.MethodGet, "/v1/drivers/d1", nil, nil)
+	op := r.do(context.Background(), Op{Kind: CreateBooking, Instance: api}, http.MethodPost, "/v1/bookings", nil, map[string]string{"Idempotency-Key": "k1"})
+	<-served
+	other.Close()
+	close(got)
+	var seen []string
+	for s := range got {
+		seen = append(seen, s)
+	}
+	if op.Outcome != Unknown || op.Instance != api || len(seen) != 2 {
+		t.Errorf("%+v, requests seen %q; want unknown, at its own instance, the other never asked", op, seen)
 	}
 }
