@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // A node with a maxmemory and a policy other than noeviction deletes keys
@@ -26,6 +28,8 @@ type NodeMemory struct {
 	// Evicted is evicted_keys: keys the node deleted to make room since it
 	// started.
 	Evicted int64 `json:"evicted_keys"`
+
+	run nodeRun // the process behind the node, asked in the same round trip (restart_data.go)
 }
 
 // MayEvict reports whether the node deletes keys when it reaches its
@@ -63,15 +67,25 @@ func infoFields(info string, f func(k, v string)) {
 
 // Memory asks every node of the current topology for its room now, each
 // through its probe pool and bounded by ctx. Nodes that do not answer
-// (down, hung, or an ACL that denies INFO) are listed in unknown.
+// (down, hung, or an ACL that denies INFO) are listed in unknown. The
+// same round trip asks for the process behind each node (run).
 func (r *Router) Memory(ctx context.Context) (known []NodeMemory, unknown []string) {
 	return askEveryNode(r.topo.Load(), func(n *node) (NodeMemory, bool) {
 		pipe := n.probe.Pipeline()
-		mem, stats := pipe.Info(ctx, "memory"), pipe.Info(ctx, "stats")
+		var sections []*redis.StringCmd
+		for _, s := range []string{"memory", "stats", "server", "replication", "keyspace", "persistence"} {
+			sections = append(sections, pipe.Info(ctx, s))
+		}
 		if _, err := pipe.Exec(ctx); err != nil {
 			return NodeMemory{}, false
 		}
-		return parseMemory(n.addr, mem.Val()+"\n"+stats.Val())
+		var text strings.Builder
+		for _, s := range sections {
+			text.WriteString(s.Val() + "\n")
+		}
+		m, ok := parseMemory(n.addr, text.String())
+		m.run, _ = parseNodeRun(n.addr, text.String())
+		return m, ok
 	})
 }
 
@@ -108,6 +122,7 @@ func (r *Router) checkMemory() {
 	defer cancel()
 	known, _ := r.Memory(ctx)
 	in := r.topo.Load().byAddr()
+	r.noteRestarts(known, in)
 	for _, m := range known {
 		n := in[m.Addr]
 		if n == nil {

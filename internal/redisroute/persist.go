@@ -77,11 +77,9 @@ func (r *Router) Persistence(ctx context.Context) (known []NodePersistence, unkn
 	})
 }
 
-// checkNodes, every MemoryCheckInterval, asks every node for the process
-// behind it (restart_data.go), its memory and its persistence. Restarts
-// first: a node's memory gauges then say its process was recorded too.
+// checkNodes, every MemoryCheckInterval, asks every node for its memory
+// and the process behind it (restart_data.go), then its persistence.
 func (r *Router) checkNodes() {
-	r.checkRestarts()
 	r.checkMemory()
 	r.checkPersistence()
 }

@@ -1,11 +1,8 @@
 package redisroute
 
 import (
-	"context"
 	"strconv"
 	"strings"
-
-	"github.com/redis/go-redis/v9"
 )
 
 // A primary that crashes and is restarted by its supervisor within the
@@ -96,36 +93,21 @@ func judgeRestart(last nodeRun, seen bool, now nodeRun) restartVerdict {
 	return restartLost
 }
 
-// checkRestarts, with every node check, finds the primaries that
-// restarted since the check before and says whether they kept their data.
+// noteRestarts, with every memory check (whose round trip asks for each
+// node's process too), finds the primaries that restarted since the check
+// before and says whether they kept their data. known are the nodes that
+// answered, in the nodes of the topology asked.
+//
 // A node that was a replica at the check before, or is one now, is not
 // judged: it copies its primary, whatever it came back with (restart.go
 // holds it out of reads until then). Roles are the nodes' own, not the
 // slot map's, which may not know yet of a failover.
-func (r *Router) checkRestarts() {
-	ctx, cancel := context.WithTimeout(context.Background(), r.cfg.MemoryCheckInterval)
-	defer cancel()
-	t := r.topo.Load()
-	known, _ := askEveryNode(t, func(n *node) (nodeRun, bool) {
-		pipe := n.probe.Pipeline()
-		var text []*redis.StringCmd
-		for _, section := range []string{"server", "replication", "keyspace", "persistence"} {
-			text = append(text, pipe.Info(ctx, section))
-		}
-		if _, err := pipe.Exec(ctx); err != nil {
-			return nodeRun{}, false
-		}
-		var all strings.Builder
-		for _, t := range text {
-			all.WriteString(t.Val() + "\n")
-		}
-		return parseNodeRun(n.addr, all.String())
-	})
-	in := t.byAddr()
+func (r *Router) noteRestarts(known []NodeMemory, in map[string]*node) {
 	r.runMu.Lock()
 	defer r.runMu.Unlock()
-	for _, now := range known {
-		if in[now.Addr] == nil {
+	for _, m := range known {
+		now := m.run
+		if in[now.Addr] == nil || now.RunID == "" {
 			continue
 		}
 		if now.Loading {

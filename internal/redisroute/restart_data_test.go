@@ -33,8 +33,8 @@ func TestAPrimaryRestartedBeforeAFailoverIsFoundAndALossSaid(t *testing.T) {
 			reg := prometheus.NewRegistry()
 			newRouterOn(t, c, reg, func(cfg *redisroute.Config) { cfg.MemoryCheckInterval = 50 * time.Millisecond })
 			primary := c.Primary(ctx, 0)
-			// The memory gauges are set after the restart check of the same
-			// round: the primary's process and keys are recorded.
+			// A node's memory gauges are set after its process was noted,
+			// from the same round trip: the primary's process is recorded.
 			waitMetric(t, reg, "apollo_redis_node_used_memory_bytes", primary.Addr, func(v float64) bool { return v > 0 })
 			if err := primary.Restart(ctx); err != nil {
 				t.Fatal(err)
