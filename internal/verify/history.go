@@ -79,7 +79,7 @@ type State struct {
 
 // FaultEvent is one nemesis action.
 type FaultEvent struct {
-	Kind   string `json:"kind"`   // one of FaultNames
+	Kind   string `json:"kind"`   // one of FaultNames, or two joined by + (fault_joint.go)
 	Fault  string `json:"fault"`  // the fault with its targets
 	Action string `json:"action"` // inject or heal
 	At     int64  `json:"at_ns"`  // since the run's start
