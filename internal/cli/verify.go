@@ -96,7 +96,7 @@ func runVerify(ctx context.Context, e env, args []string) error {
 		cfg.ServeFlags = append(cfg.ServeFlags, v)
 		return nil
 	})
-	fs.BoolVar(&cfg.Balancer, "balancer", cfg.Balancer, "model the load balancer in front of the instances: a request whose connection an instance refused (killed, restarting) goes to the next one; false: each request goes to its own instance only")
+	fs.BoolVar(&cfg.Balancer, "balancer", cfg.Balancer, "model the load balancer in front of the instances: a request whose connection an instance refused (killed, restarting) goes to the next one, and an instance that misses two health checks (/readyz, every 250 ms) gets no new request until it answers one; false: each request goes to its own instance only")
 	fs.Var(&cfg.Persistence, "persistence", "what the nodes keep on disk: none, rdb, aof (everysec) or aof-always; cluster-restart loses the rest")
 	dir := fs.String("dir", "", "directory for the cluster, instance logs and report files (default: a new temporary directory, kept when a check fails)")
 	jsonOut := fs.String("json", "", "write the run (history, faults, final state, report) as JSON to this file")

@@ -59,8 +59,10 @@ type Config struct {
 	Progress io.Writer
 	// Balancer models the load balancer in front of the instances: a
 	// request whose connection an instance refused (killed, restarting)
-	// goes to the next one, as a balancer retries a refused connection.
-	// Without it each request goes to its instance only.
+	// goes to the next one, as a balancer retries a refused connection,
+	// and an instance that misses two health checks (/readyz, every
+	// 250 ms) gets no new requests until it answers one. Without it each
+	// request goes to its instance only.
 	Balancer bool
 
 	// The instances' settings that bound G4/G5's slack.
@@ -204,6 +206,7 @@ func Run(ctx context.Context, cfg Config) (h History, err error) {
 	w := &workload{rec: rec, instances: instances, drivers: cfg.Drivers, riders: cfg.Riders, seed: cfg.Seed,
 		center: [2]float64{1.3000, 103.8000}, bookings: map[string]bool{}}
 	if cfg.Balancer {
+		w.health = newBalancer(instances)
 		rec.next, rec.tries = w.after, len(instances)
 		h.Balancer = true
 	}
@@ -216,6 +219,9 @@ func Run(ctx context.Context, cfg Config) (h History, err error) {
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() { defer wg.Done(); w.run(runCtx) }()
+	if w.health != nil {
+		wg.Go(func() { w.health.run(runCtx) })
+	}
 	if len(cfg.Faults) > 0 {
 		wg.Add(1)
 		go func() { defer wg.Done(); n.run(runCtx) }()

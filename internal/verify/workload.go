@@ -21,6 +21,7 @@ type workload struct {
 	seed      uint64
 	center    [2]float64 // where every pickup and driver is: bookings compete for drivers
 
+	health    *balancer // nil: no health checks
 	mu        sync.Mutex
 	rr        int
 	bookings  map[string]bool // every booking ID a create was sent for
@@ -29,9 +30,10 @@ type workload struct {
 
 func (w *workload) instance() string {
 	w.mu.Lock()
-	defer w.mu.Unlock()
 	w.rr++
-	return w.instances[w.rr%len(w.instances)].API()
+	i := w.rr % len(w.instances)
+	w.mu.Unlock()
+	return w.inFrom(i)
 }
 
 // after is the instance after api in the round (api itself when there is
@@ -39,10 +41,21 @@ func (w *workload) instance() string {
 func (w *workload) after(api string) string {
 	for i, in := range w.instances {
 		if in.API() == api {
-			return w.instances[(i+1)%len(w.instances)].API()
+			return w.inFrom((i + 1) % len(w.instances))
 		}
 	}
 	return api
+}
+
+// inFrom is the first instance from i on that the balancer has in (i's
+// own when it has none in, or there is no balancer).
+func (w *workload) inFrom(i int) string {
+	for k := range len(w.instances) {
+		if j := (i + k) % len(w.instances); w.health.in(j) {
+			return w.instances[j].API()
+		}
+	}
+	return w.instances[i].API()
 }
 
 // run drives every rider and driver until ctx ends; each has its own
