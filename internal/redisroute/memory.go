@@ -122,12 +122,12 @@ func (r *Router) checkMemory() {
 	defer cancel()
 	known, _ := r.Memory(ctx)
 	in := r.topo.Load().byAddr()
-	r.noteRestarts(known, in)
 	for _, m := range known {
 		n := in[m.Addr]
 		if n == nil {
 			continue
 		}
+		r.noteMemory(m) // before the gauges: once they are set, the node's process is noted
 		if m.Max == 0 || m.Used < m.Max {
 			n.full.Store(false) // room again: fences are plain SETs (fence.go)
 		}
@@ -139,7 +139,6 @@ func (r *Router) checkMemory() {
 		}
 		r.m.memoryMayEvict.WithLabelValues(m.Addr).Set(mayEvict)
 		r.m.evictedKeys.WithLabelValues(m.Addr).Set(float64(m.Evicted))
-		r.noteMemory(m)
 	}
 	r.memMu.Lock()
 	for addr := range r.memLast {
@@ -155,8 +154,14 @@ func (r *Router) checkMemory() {
 func (r *Router) noteMemory(m NodeMemory) {
 	r.memMu.Lock()
 	last, seen := r.memLast[m.Addr]
+	if m.run.Loading || m.run.RunID == "" {
+		// Judged once loaded (or once INFO server answers): the process
+		// of the check before stays the one to compare with.
+		m.run = last.run
+	}
 	r.memLast[m.Addr] = m
 	r.memMu.Unlock()
+	r.noteRestart(m.Addr, last.run, seen, m.run)
 	switch {
 	case m.MayEvict() && (!seen || !last.MayEvict()):
 		r.log.Error("redis node may delete keys to make room: bookings, reservations and leases on it can vanish; set maxmemory-policy noeviction",

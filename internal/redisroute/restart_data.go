@@ -93,44 +93,23 @@ func judgeRestart(last nodeRun, seen bool, now nodeRun) restartVerdict {
 	return restartLost
 }
 
-// noteRestarts, with every memory check (whose round trip asks for each
-// node's process too), finds the primaries that restarted since the check
-// before and says whether they kept their data. known are the nodes that
-// answered, in the nodes of the topology asked.
+// noteRestart says whether the node at addr, a primary that restarted
+// since the memory check before (last: that check's process, seen false:
+// none), kept its data (noteMemory calls it with every check, whose round
+// trip asks for each node's process too).
 //
 // A node that was a replica at the check before, or is one now, is not
 // judged: it copies its primary, whatever it came back with (restart.go
 // holds it out of reads until then). Roles are the nodes' own, not the
 // slot map's, which may not know yet of a failover.
-func (r *Router) noteRestarts(known []NodeMemory, in map[string]*node) {
-	r.runMu.Lock()
-	defer r.runMu.Unlock()
-	for _, m := range known {
-		now := m.run
-		if in[now.Addr] == nil || now.RunID == "" {
-			continue
-		}
-		if now.Loading {
-			continue // judged once loaded: the check before stays the one to compare with
-		}
-		last, seen := r.runLast[now.Addr]
-		v := judgeRestart(last, seen, now)
-		r.runLast[now.Addr] = now
-		if v == notRestarted || v == restartNotPrimary {
-			continue
-		}
-		if v == restartLost {
-			r.m.primaryRestarts.WithLabelValues("lost").Inc()
-			r.log.Error("redis primary restarted without its data: its replicas copy what it came back with, so what its shard held is lost, confirmed bookings included (no persistence, or only an old snapshot); restore the shard from a backup if there is one",
-				"node", now.Addr, "keys_before", last.Keys, "keys_loaded", now.Loaded, "keys_now", now.Keys)
-			continue
-		}
+func (r *Router) noteRestart(addr string, last nodeRun, seen bool, now nodeRun) {
+	switch judgeRestart(last, seen, now) {
+	case restartLost:
+		r.m.primaryRestarts.WithLabelValues("lost").Inc()
+		r.log.Error("redis primary restarted without its data: its replicas copy what it came back with, so what its shard held is lost, confirmed bookings included (no persistence, or only an old snapshot); restore the shard from a backup if there is one",
+			"node", addr, "keys_before", last.Keys, "keys_loaded", now.Loaded, "keys_now", now.Keys)
+	case restartKept:
 		r.m.primaryRestarts.WithLabelValues("kept").Inc()
-		r.log.Warn("redis primary restarted before a failover, with its data", "node", now.Addr, "aof", now.AOF, "keys_before", last.Keys, "keys_loaded", now.Loaded, "keys_now", now.Keys)
-	}
-	for addr := range r.runLast {
-		if in[addr] == nil {
-			delete(r.runLast, addr)
-		}
+		r.log.Warn("redis primary restarted before a failover, with its data", "node", addr, "aof", now.AOF, "keys_before", last.Keys, "keys_loaded", now.Loaded, "keys_now", now.Keys)
 	}
 }

@@ -30,8 +30,6 @@ type Router struct {
 	memLast     map[string]NodeMemory // each node's last memory check, by address; under memMu
 	persistMu   sync.Mutex
 	persistLast map[string]NodePersistence // each node's last persistence check, by address; under persistMu
-	runMu       sync.Mutex
-	runLast     map[string]nodeRun // each node's process at the last node check, by address; under runMu
 	refreshCh   chan string
 	refreshSeq  atomic.Uint32
 	// checkNow asks for a replication check before the next tick: a node
@@ -99,7 +97,6 @@ func New(ctx context.Context, cfg Config, reg prometheus.Registerer, log *slog.L
 		departed:    map[string]departed{},
 		memLast:     map[string]NodeMemory{},
 		persistLast: map[string]NodePersistence{},
-		runLast:     map[string]nodeRun{},
 		hedges:      newBudget(cfg.HedgeBudget, cfg.BudgetBurst),
 		retries:     newBudget(cfg.RetryBudget, cfg.BudgetBurst),
 		stop:        make(chan struct{}),

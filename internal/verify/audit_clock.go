@@ -72,8 +72,14 @@ func clockUnjudged(h History) string {
 	if h.AllocationTimeout <= 0 {
 		return "the history records no allocation timeout (an older apollo verify wrote it): creation times cannot be told"
 	}
-	if h.HostClockStep.Abs() > clockStepBound {
-		return fmt.Sprintf("this host's clock stepped by %s during the run: creation times, read from deadlines in the cluster's time, cannot be placed on the run's timeline", h.HostClockStep.Round(time.Millisecond))
+	return clockStepped(h, "creation times, read from deadlines in the cluster's time,")
+}
+
+// clockStepped says why what, times in the cluster's time, cannot be
+// judged when this host's clock stepped during the run; "" when it did not.
+func clockStepped(h History, what string) string {
+	if h.HostClockStep.Abs() <= clockStepBound {
+		return ""
 	}
-	return ""
+	return fmt.Sprintf("this host's clock stepped by %s during the run: %s cannot be placed on the run's timeline", h.HostClockStep.Round(time.Millisecond), what)
 }

@@ -3,7 +3,6 @@ package verify
 import (
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/apollo-platform/apollo/internal/driver"
@@ -15,7 +14,7 @@ const CodeReservationOverdue = "reservation_overdue"
 
 // writableFaults never stop Apollo from writing a shard: replicas failing,
 // an instance failing (another sweeps, within the slack).
-var writableFaults = []string{"replica-crash", "replica-hang", "replica-slow", "replica-resync", "instance-kill", "instance-pause", "instance-clock"}
+var writableFaults = append([]string{"replica-crash", "replica-hang", "replica-slow", "replica-resync"}, instanceFaults...)
 
 // OverdueReservations (G5, over the run, not only at its end): no driver
 // read showed a reservation that was not accepted still alive more than
@@ -52,10 +51,7 @@ func overdueUnjudged(h History) string {
 	if h.Slack <= 0 {
 		return "the history records no slack"
 	}
-	if h.HostClockStep.Abs() > clockStepBound {
-		return fmt.Sprintf("this host's clock stepped by %s during the run: reservations' ends cannot be placed on the run's timeline", h.HostClockStep.Round(time.Millisecond))
-	}
-	return ""
+	return clockStepped(h, "reservations' ends")
 }
 
 // stopsWrites reports a fault that may stop writes to a shard lasting
@@ -65,7 +61,7 @@ func stopsWrites(windows []faultWindow, from, to int64) bool {
 		if w.to < from || w.from > to {
 			return false
 		}
-		for _, kind := range strings.Split(w.kind, "+") {
+		for _, kind := range faultParts(w.kind) {
 			if !slices.Contains(writableFaults, kind) {
 				return true
 			}

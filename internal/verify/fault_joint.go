@@ -26,7 +26,7 @@ var instanceFaults = []string{"instance-kill", "instance-pause", "instance-clock
 // one an instance's and the other the cluster's. It returns the name
 // without spaces around the parts.
 func parseJoint(name string) (string, error) {
-	parts := strings.Split(name, "+")
+	parts := faultParts(name)
 	for i := range parts {
 		parts[i] = strings.TrimSpace(parts[i])
 	}
@@ -44,10 +44,13 @@ func parseJoint(name string) (string, error) {
 	return strings.Join(parts, "+"), nil
 }
 
+// faultParts is the faults a fault kind names: itself, or a pair's two.
+func faultParts(kind string) []string { return strings.Split(kind, "+") }
+
 // usesFault reports whether faults has name, alone or together with
 // another.
 func usesFault(faults []string, name string) bool {
-	return slices.ContainsFunc(faults, func(f string) bool { return slices.Contains(strings.Split(f, "+"), name) })
+	return slices.ContainsFunc(faults, func(f string) bool { return slices.Contains(faultParts(f), name) })
 }
 
 // jointFault is faults injected in order and healed in the reverse order.

@@ -4,8 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
+	"time"
 
 	"github.com/apollo-platform/apollo/internal/localcluster"
 )
@@ -74,7 +74,7 @@ func (r *restartFault) Heal(ctx context.Context) error {
 		r.effect = fmt.Sprintf("%d of the %d keys there at the kill were there after the restart (persistence %s)",
 			kept(r.before, after), len(r.before), r.c.Config().Persistence)
 	}
-	if r.node != nil && !isPrimary(ctx, r.node) {
+	if r.node != nil && !r.isPrimary(ctx) {
 		// The restart took longer than the node timeout: a replica was
 		// promoted, and this was a failover after all.
 		r.effect += "; it came back as a replica: a failover happened meanwhile"
@@ -82,12 +82,12 @@ func (r *restartFault) Heal(ctx context.Context) error {
 	return nil
 }
 
-// isPrimary reports whether n says it is a primary.
-func isPrimary(ctx context.Context, n *localcluster.Node) bool {
-	cl := n.Client()
-	defer cl.Close()
-	info, err := cl.Info(ctx, "replication").Result()
-	return err == nil && strings.Contains(info, "role:master")
+// isPrimary reports whether the restarted node says it is a primary (the
+// cluster is healthy again: its role is settled).
+func (r *restartFault) isPrimary(ctx context.Context) bool {
+	ctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	return r.c.WaitRole(ctx, r.node, "primary") == nil
 }
 
 func (r *restartFault) Effect() string { return r.effect }
