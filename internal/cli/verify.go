@@ -62,8 +62,10 @@ every 650 ms, SIGSTOP and SIGCONT, never long enough to be failed over: a
 grey node that takes, late, what it was sent), conn-kill (every client
 connection of one node closed every 200 ms, CLIENT KILL: requests in flight
 lose their answers), primary-pause-writes (CLIENT PAUSE WRITE on a primary for
-the fault's length, as a manual failover does: reads go on, writes wait), or
-all. Two faults joined by + happen together, one an instance's and one the
+the fault's length, as a manual failover does: reads go on, writes wait),
+maxclients (one node full, as another application's connections make it: each
+new connection is greeted with its refusal and closed, those in use are
+served, the idle ones closed), or all. Two faults joined by + happen together, one an instance's and one the
 cluster's, e.g. instance-kill+forced-switchover (an instance killed while a
 replica is forced over): injected in that order, healed in the reverse. Each node has a loopback address
 of its own (127.A.B.n), so that a partition can be made between them.

@@ -49,9 +49,11 @@ type Node struct {
 	id    string
 	cmd   *exec.Cmd
 	state ProcState
-	// persist is set while FailPersistence's fault is on, busy while Busy's.
+	// persist is set while FailPersistence's fault is on, busy while
+	// Busy's, filled while FillClients's.
 	persist *persistFault
 	busy    *busyFault
+	filled  *fillFault
 }
 
 // ID is the node's cluster node id.
@@ -242,6 +244,11 @@ func (n *Node) killLocked() error {
 		// Its script died with it, and a restart has the threshold back.
 		n.busy.cl.Close()
 		n.busy = nil
+	}
+	if n.filled != nil {
+		// A restart reads maxclients from its config file again.
+		_ = n.filled.close(context.Background())
+		n.filled = nil
 	}
 	var exitErr *exec.ExitError
 	if err != nil && !errors.As(err, &exitErr) {

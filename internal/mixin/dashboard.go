@@ -93,7 +93,7 @@ func rows() []row {
 				[]Query{{`sum by (result) (rate(apollo_redis_commands_total{instance=~"$instance"}[$__rate_interval]))`, "{{result}}"}}},
 			{"Node latency p99", "Round trip of successful requests, per node.", "s",
 				[]Query{{`histogram_quantile(0.99, sum by (node, le) (rate(apollo_redis_node_latency_seconds_bucket{instance=~"$instance"}[$__rate_interval])))`, "{{node}}"}}},
-			{"Nodes ejected from routing", "1 while a node is ejected (it did not answer, or refused the handshake).", "short",
+			{"Nodes ejected from routing", "1 while a node is ejected (it did not answer, refused the handshake, or refused new connections at its maxclients).", "short",
 				[]Query{{`max by (node) (apollo_redis_node_ejected{instance=~"$instance"})`, "{{node}}"}}},
 			{"Slot map age", "Seconds since the slot map in use was fetched; refreshed every 5 s, so it grows only when refreshes fail.", "s",
 				[]Query{{`apollo_redis_topology_age_seconds{instance=~"$instance"}`, "{{instance}}"}}},

@@ -172,9 +172,13 @@ func (r *Router) nodeFailed(n *node, cl class, err error) {
 	case classUnsent:
 		kind, reason = "unsent", ejectRefused
 	case classRefused:
-		kind, reason = "auth", ejectAuth
-		if isBusy(err) {
+		switch {
+		case isBusy(err):
 			kind, reason = "busy", ejectBusy
+		case isFull(err):
+			kind, reason = "full", ejectFull
+		default:
+			kind, reason = "auth", ejectAuth
 		}
 	}
 	r.m.nodeErrors.WithLabelValues(n.addr, kind).Inc()

@@ -119,6 +119,9 @@ func TestClassifyEveryRedisErrorClass(t *testing.T) {
 			return replyErr(t, "-NOPERM User apollo has no permissions to run the 'get' command")
 		}, classRefused},
 		{"max clients", func(t *testing.T) error { return replyErr(t, "-ERR max number of clients reached") }, classRefused},
+		{"max clients in cluster mode", func(t *testing.T) error {
+			return replyErr(t, "-ERR max number of clients + cluster connections reached")
+		}, classRefused},
 		{"set-up: wrong password", func(t *testing.T) error {
 			return handshakeErr(t, "secret", "-WRONGPASS invalid username-password pair or user is disabled.")
 		}, classRefused},
@@ -158,25 +161,14 @@ func (timeoutErr) Timeout() bool { return true }
 // instead of answering: the request was sent, no reply came.
 func closeOnGet(t *testing.T) error {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		c, err := ln.Accept()
-		if err != nil {
-			return
-		}
+	addr, wait := serveOnce(t, func(c net.Conn) {
 		buf := make([]byte, 4096)
 		c.Read(buf) // the command
 		c.Close()
-	}()
-	c := redis.NewClient(&redis.Options{Addr: ln.Addr().String(), Protocol: 2, DisableIdentity: true, MaxRetries: -1, DialerRetries: 1})
+	})
+	c := redis.NewClient(&redis.Options{Addr: addr, Protocol: 2, DisableIdentity: true, MaxRetries: -1, DialerRetries: 1})
 	defer c.Close()
-	err = c.Get(context.Background(), "k").Err()
-	<-done
+	err := c.Get(context.Background(), "k").Err()
+	wait()
 	return err
 }

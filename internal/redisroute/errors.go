@@ -49,7 +49,7 @@ const (
 	classClusterDn        // CLUSTERDOWN / MASTERDOWN: back off, refresh
 	classNotServed        // READONLY / LOADING / errHeldOut: this node cannot serve it now; refresh, other node
 	classUnsent           // the request never left: dial failed, pool exhausted
-	classRefused          // the node refused us: authentication or permission failed (WRONGPASS, NOAUTH, NOPERM), or it is busy with a script (BUSY); nothing ran
+	classRefused          // the node refused us: authentication or permission failed (WRONGPASS, NOAUTH, NOPERM), it is full (maxclients), or it is busy with a script (BUSY); nothing ran
 	classUnanswered       // sent (maybe), no reply: timeout, EOF, reset
 	classCanceled         // the caller's context ended
 )
@@ -58,6 +58,13 @@ func classify(err error) class {
 	switch {
 	case err == nil, errors.Is(err, redis.Nil):
 		return classOK
+	}
+	if failed, full := isSetUpFailure(err); full {
+		return classRefused
+	} else if failed {
+		return classUnsent
+	}
+	switch {
 	case isUnsent(err):
 		// Before the context check: net's dial timeout also says it is
 		// context.DeadlineExceeded, yet nothing was sent, and a write
@@ -111,7 +118,7 @@ func IsCannotPersist(err error) bool { return isReply(err, "MISCONF ") }
 // needs, or no room for another client. Raised during the connection's
 // set-up, they fail every command sent on it, and none of them ran.
 func isRefusal(err error) bool {
-	if redis.IsAuthError(err) || redis.IsPermissionError(err) || redis.IsMaxClientsError(err) {
+	if redis.IsAuthError(err) || redis.IsPermissionError(err) || isFull(err) {
 		return true
 	}
 	var rerr redis.Error
@@ -121,6 +128,14 @@ func isRefusal(err error) bool {
 	// AUTH sent to a node that has no password, and Redis < 6's wording.
 	msg := rerr.Error()
 	return strings.HasPrefix(msg, "ERR AUTH") || strings.HasPrefix(msg, "ERR invalid password") || strings.HasPrefix(msg, "ERR Client sent AUTH")
+}
+
+// isFull reports a node that refused a new connection at its maxclients
+// (another application's connections filled it): in a reply, or as the
+// greeting of a connection it then closed (see setupconn.go).
+func isFull(err error) bool {
+	_, full := isSetUpFailure(err)
+	return full || isReply(err, maxClientsReply)
 }
 
 // isBusy reports a node busy with a script that has run past

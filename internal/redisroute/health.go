@@ -13,6 +13,7 @@ const (
 	ejectStalled    = "stalled"
 	ejectAuth       = "auth" // the node refused our credentials or rights
 	ejectBusy       = "busy" // the node answers BUSY: a script runs on it
+	ejectFull       = "full" // the node refuses new connections: maxclients reached
 )
 
 // eject stops routing to n until probes re-admit it. It refuses to eject

@@ -53,7 +53,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Buckets: []float64{.0002, .0005, .001, .002, .005, .01, .025, .05, .1, .25, .5, 1},
 		}, []string{"node"}),
 		nodeErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "apollo_redis_node_errors_total", Help: "Failed requests per node, by kind (unsent, unanswered, auth: the node refused our credentials or rights, busy: it answered BUSY).",
+			Name: "apollo_redis_node_errors_total", Help: "Failed requests per node, by kind (unsent, unanswered, auth: the node refused our credentials or rights, busy: it answered BUSY, full: it refused a new connection at maxclients).",
 		}, []string{"node", "kind"}),
 		ejections: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "apollo_redis_node_ejections_total", Help: "Times a node was ejected from routing, by reason.",

@@ -107,6 +107,11 @@ func newNode(addr string, cfg Config, m *metrics, connected func(*node, string) 
 	askOpt.PoolTimeout = cfg.StallAfter / 2
 	askOpt.DialTimeout = min(cfg.DialTimeout, cfg.StallAfter/2)
 	n.asks = redis.NewClient(&askOpt)
+	// Errors before a connection's first reply say nothing was sent on it
+	// (setupconn.go).
+	for _, c := range []*redis.Client{n.client, n.probe, n.asks} {
+		c.AddHook(setUpHook{})
+	}
 	n.askPipe = goRedisPipeliner{n.asks}
 	if cfg.PrimaryFallbackRate > 0 {
 		n.fallback = rate.NewLimiter(rate.Limit(cfg.PrimaryFallbackRate), max(cfg.PrimaryFallbackRate/10, 1))

@@ -20,7 +20,7 @@ import (
 // without --faults injects them.
 func FaultNames() []string {
 	return []string{"replica-crash", "replica-hang", "primary-crash", "primary-hang", "primary-full", "primary-disk", "switchover", "forced-switchover", "handshake", "busy-script", "instance-kill",
-		"instance-pause", "instance-clock", "primary-partition", "reshard", "cluster-restart", "replica-resync", "primary-slow", "replica-slow", "conn-kill", "primary-pause-writes", "primary-restart"}
+		"instance-pause", "instance-clock", "primary-partition", "reshard", "cluster-restart", "replica-resync", "primary-slow", "replica-slow", "conn-kill", "primary-pause-writes", "primary-restart", "maxclients"}
 }
 
 // slowStop and slowRun are the slow faults' pulses: the node is stopped
@@ -226,6 +226,13 @@ func (n *nemesis) fault(ctx context.Context, name string) (drill.Fault, error) {
 		// Healing kills the script.
 		node := n.pick(append(replicas, primary))
 		return drill.FaultFunc{Label: "node busy with a script (BUSY) " + node.Addr, InjectFn: node.Busy, HealFn: node.Unbusy}, nil
+	case "maxclients":
+		// As another application's connections do: the node greets every
+		// new connection with its refusal and closes it, and serves those
+		// in use; its idle ones are closed, so Apollo must make new ones.
+		node := n.pick(append(replicas, primary))
+		return drill.FaultFunc{Label: "node full at maxclients (new connections refused) " + node.Addr,
+			InjectFn: node.FillClients, HealFn: node.UnfillClients}, nil
 	case "primary-partition":
 		return &partitionFault{c: n.c, n: n, primary: primary, replicas: replicas}, nil
 	}
