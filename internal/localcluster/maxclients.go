@@ -12,7 +12,7 @@ import (
 
 // fillFault is what FillClients did, for UnfillClients to undo.
 type fillFault struct {
-	maxclients string      // before
+	maxclients string // before
 	cl         *redis.Client
 	admin      *redis.Conn // held open: the full node takes no new connection
 }
@@ -35,6 +35,10 @@ func (n *Node) FillClients(ctx context.Context) error {
 	f := &fillFault{cl: cl, admin: admin}
 	err := f.fill(ctx, n.Addr)
 	if err != nil {
+		// maxclients may have been set though its answer was lost.
+		if f.maxclients != "" {
+			err = errors.Join(err, f.admin.ConfigSet(ctx, "maxclients", f.maxclients).Err())
+		}
 		return errors.Join(err, f.close(ctx))
 	}
 	n.filled = f
@@ -72,8 +76,9 @@ func (f *fillFault) fill(ctx context.Context, addr string) error {
 }
 
 // idlePlainClients reads CLIENT LIST: how many clients it lists, and the
-// ids of the plain ones (not replicas, not a primary's link) other than
-// own that have been idle for a second or more.
+// ids of the plain ones (not replicas, not a primary's link; read-only
+// ones and subscribers included) other than own that have been idle for a
+// second or more.
 func idlePlainClients(list string, own int64) (clients int, idle []string) {
 	for _, line := range strings.Split(strings.TrimSpace(list), "\n") {
 		if line == "" {
@@ -86,7 +91,9 @@ func idlePlainClients(list string, own int64) (clients int, idle []string) {
 				f[k] = v
 			}
 		}
-		if f["id"] == strconv.FormatInt(own, 10) || f["flags"] != "N" {
+		// Not replicas (S), not a replica's link to its primary (M); a
+		// client that sent READONLY (r), as Apollo's do, is a plain one.
+		if f["id"] == strconv.FormatInt(own, 10) || strings.ContainsAny(f["flags"], "SM") {
 			continue
 		}
 		if secs, err := strconv.Atoi(f["idle"]); err == nil && secs >= 1 {
@@ -97,7 +104,9 @@ func idlePlainClients(list string, own int64) (clients int, idle []string) {
 }
 
 // UnfillClients puts back the maxclients FillClients changed, over the
-// connection it kept. A node not filled is left alone.
+// connection it kept: the full node would refuse a new one, so if that
+// connection was lost (CLIENT KILL, a partition), only a restart of the
+// node ends the fault. A node not filled is left alone.
 func (n *Node) UnfillClients(ctx context.Context) error {
 	n.mu.Lock()
 	defer n.mu.Unlock()

@@ -171,6 +171,9 @@ func (r *Router) nodeFailed(n *node, cl class, err error) {
 	switch cl {
 	case classUnsent:
 		kind, reason = "unsent", ejectRefused
+		if failed, _ := isSetUpFailure(err); failed {
+			kind, reason = "unanswered", ejectUnanswered // it took the connection, then failed it
+		}
 	case classRefused:
 		switch {
 		case isBusy(err):

@@ -172,6 +172,15 @@ func isUnsent(err error) bool {
 	return strings.Contains(msg, "connection pool timeout") || strings.Contains(msg, "pool: ") && strings.Contains(msg, "dial")
 }
 
+// refusesConnections reports a node that takes no connection at all: a
+// dial refused or failed. One that accepted a connection and then failed
+// its set-up (no HELLO answer in time, a reset) is unsent too, yet may
+// only be slow.
+func refusesConnections(err error) bool {
+	failed, _ := isSetUpFailure(err)
+	return !failed && classify(err) == classUnsent
+}
+
 // nodeFault reports whether the error says the node itself is unwell (as
 // opposed to the command or the caller).
 func (c class) nodeFault() bool {

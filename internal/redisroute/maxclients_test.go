@@ -1,6 +1,7 @@
 package redisroute_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"sync"
@@ -27,7 +28,7 @@ func TestAWriteThatNeededANewConnectionToAFullPrimaryIsSentAgain(t *testing.T) {
 	c := clustertest.Start(t)
 	ctx := ctxFor(t, 60*time.Second)
 	reg := prometheus.NewRegistry()
-	r := newRouterOn(t, c, reg)
+	r := newRouterOn(t, c, reg, func(cfg *redisroute.Config) { cfg.MemoryCheckInterval = 50 * time.Millisecond })
 	p := c.Primary(ctx, 0)
 	keys := keysOnPrimary(t, r, p.Addr, 500)
 
@@ -66,7 +67,9 @@ func TestAWriteThatNeededANewConnectionToAFullPrimaryIsSentAgain(t *testing.T) {
 	}
 	run(8, time.Second) // the pool grows to what 8 writers need
 
-	admin := p.Client().Conn()
+	cl := p.Client()
+	defer cl.Close()
+	admin := cl.Conn()
 	defer admin.Close()
 	info, err := admin.Info(ctx, "clients").Result()
 	if err != nil {
@@ -77,6 +80,11 @@ func TestAWriteThatNeededANewConnectionToAFullPrimaryIsSentAgain(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = admin.ConfigSet(ctx, "maxclients", "10000").Err() })
+	// The memory check's gauges say the node has no room for a connection.
+	waitMetric(t, reg, "apollo_redis_node_maxclients", p.Addr, func(v float64) bool { return v == float64(connected) })
+	if clients, _ := counter(t, reg, "apollo_redis_node_clients", p.Addr); clients < float64(connected) {
+		t.Errorf("apollo_redis_node_clients of the full primary = %v, want at least its maxclients %d", clients, connected)
+	}
 	ok.Store(0)
 	run(64, 3*time.Second) // it would grow to what 64 need: every dial is refused
 
@@ -113,4 +121,38 @@ func keysOnPrimary(t *testing.T, r *redisroute.Router, addr string, n int) []str
 		t.Fatalf("%d keys of %d on %s", len(keys), n, addr)
 	}
 	return keys
+}
+
+// A replica at its maxclients cannot be asked whether it holds a write:
+// the write proof counts it as one that takes no connection (down), as
+// before the set-up errors were marked, rather than fail a write for it.
+func TestWritesProvenWhileAReplicaIsFullAreDone(t *testing.T) {
+	c := clustertest.Start(t)
+	ctx := ctxFor(t, 60*time.Second)
+	reg := prometheus.NewRegistry()
+	r := newRouterOn(t, c, reg)
+	p := c.Primary(ctx, 0)
+	keys := keysOnPrimary(t, r, p.Addr, 50)
+	write := func(i int) error {
+		cmd := redisroute.Write("HSET", keys[i%len(keys)], "seen", i)
+		cmd.Acks = 1
+		return r.Do(ctx, cmd).Err
+	}
+	if err := write(0); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(1100 * time.Millisecond) // the proof's connections idle: FillClients closes them
+	for _, rep := range c.Replicas(ctx, 0) {
+		if err := rep.FillClients(ctx); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = rep.UnfillClients(context.Background()) })
+	}
+	for i := 1; i <= 200; i++ {
+		if err := write(i); err != nil {
+			t.Errorf("write %d while its shard's replicas are full: %v", i, err)
+		}
+	}
+	asked, _ := counter(t, reg, "apollo_redis_write_proof_replicas_total", "")
+	t.Logf("write proof verdicts: %v", asked)
 }

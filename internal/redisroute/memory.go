@@ -15,7 +15,9 @@ import (
 // says so only in INFO, so the router asks every node for INFO memory and
 // INFO stats in the background and exports what it finds; a node at its
 // limit under noeviction refuses writes instead (OOM), which the store
-// turns into a 503, so how close each node is to it is exported too.
+// turns into a 503, so how close each node is to it is exported too. The
+// same round trip asks INFO clients: a node at its maxclients refuses new
+// connections (setupconn.go), so its room for them is exported as well.
 
 // NodeMemory is what a node's INFO says about its room.
 type NodeMemory struct {
@@ -28,6 +30,11 @@ type NodeMemory struct {
 	// Evicted is evicted_keys: keys the node deleted to make room since it
 	// started.
 	Evicted int64 `json:"evicted_keys"`
+	// Clients is what the node counts against MaxClients: its clients,
+	// its replicas' links and its cluster bus connections. At MaxClients it
+	// greets each new connection with a refusal and closes it.
+	Clients    int64 `json:"clients"`
+	MaxClients int64 `json:"maxclients"`
 
 	run nodeRun // the process behind the node, asked in the same round trip (restart_data.go)
 }
@@ -37,7 +44,8 @@ type NodeMemory struct {
 // leases have TTLs.
 func (m NodeMemory) MayEvict() bool { return m.Max > 0 && m.Policy != "noeviction" }
 
-// parseMemory reads the text of INFO memory and INFO stats, in any order.
+// parseMemory reads the text of INFO memory, stats, clients and
+// replication, in any order.
 // ok is false when maxmemory_policy is missing (not an INFO of these).
 func parseMemory(addr, info string) (m NodeMemory, ok bool) {
 	m.Addr = addr
@@ -51,6 +59,11 @@ func parseMemory(addr, info string) (m NodeMemory, ok bool) {
 			m.Policy, ok = v, true
 		case "evicted_keys":
 			m.Evicted, _ = strconv.ParseInt(v, 10, 64)
+		case "connected_clients", "connected_slaves", "cluster_connections":
+			k, _ := strconv.ParseInt(v, 10, 64)
+			m.Clients += k
+		case "maxclients":
+			m.MaxClients, _ = strconv.ParseInt(v, 10, 64)
 		}
 	})
 	return m, ok
@@ -73,7 +86,7 @@ func (r *Router) Memory(ctx context.Context) (known []NodeMemory, unknown []stri
 	return askEveryNode(r.topo.Load(), func(n *node) (NodeMemory, bool) {
 		pipe := n.probe.Pipeline()
 		var sections []*redis.StringCmd
-		for _, s := range []string{"memory", "stats", "server", "replication", "keyspace", "persistence"} {
+		for _, s := range []string{"memory", "stats", "clients", "server", "replication", "keyspace", "persistence"} {
 			sections = append(sections, pipe.Info(ctx, s))
 		}
 		if _, err := pipe.Exec(ctx); err != nil {
@@ -139,6 +152,8 @@ func (r *Router) checkMemory() {
 		}
 		r.m.memoryMayEvict.WithLabelValues(m.Addr).Set(mayEvict)
 		r.m.evictedKeys.WithLabelValues(m.Addr).Set(float64(m.Evicted))
+		r.m.clients.WithLabelValues(m.Addr).Set(float64(m.Clients))
+		r.m.maxClients.WithLabelValues(m.Addr).Set(float64(m.MaxClients))
 	}
 	r.memMu.Lock()
 	for addr := range r.memLast {

@@ -2,7 +2,7 @@ package redisroute
 
 import "testing"
 
-func TestParseMemoryReadsRoomPolicyAndEvictions(t *testing.T) {
+func TestParseMemoryReadsRoomPolicyEvictionsAndConnections(t *testing.T) {
 	for _, tc := range []struct {
 		name, info string
 		want       NodeMemory
@@ -18,6 +18,9 @@ func TestParseMemoryReadsRoomPolicyAndEvictions(t *testing.T) {
 			NodeMemory{Addr: "n", Max: 100, Policy: "volatile-lru"}, true, true},
 		{"an evicting policy without a limit", "maxmemory:0\r\nmaxmemory_policy:allkeys-random\r\n",
 			NodeMemory{Addr: "n", Policy: "allkeys-random"}, true, false},
+		{"connections: clients, replicas' links and the cluster bus count against maxclients",
+			"# Clients\r\nconnected_clients:12\r\ncluster_connections:8\r\nmaxclients:10000\r\n# Replication\r\nrole:master\r\nconnected_slaves:2\r\nmaxmemory_policy:noeviction\r\n",
+			NodeMemory{Addr: "n", Policy: "noeviction", Clients: 22, MaxClients: 10000}, true, false},
 		{"not INFO memory", "role:master\r\n", NodeMemory{Addr: "n"}, false, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

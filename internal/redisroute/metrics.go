@@ -16,6 +16,7 @@ type metrics struct {
 	replicaBehind *prometheus.GaugeVec
 	// memory.go: each node's room, from INFO memory and INFO stats.
 	memoryUsed, memoryMax, memoryMayEvict, evictedKeys *prometheus.GaugeVec
+	clients, maxClients                                *prometheus.GaugeVec
 	cannotPersist                                      *prometheus.GaugeVec   // persist.go: whether each node can write its data to disk
 	primaryRestarts                                    *prometheus.CounterVec // restart_data.go: primaries restarted before a failover, by what they kept
 	clockOffset                                        *prometheus.GaugeVec
@@ -76,6 +77,12 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		evictedKeys: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "apollo_redis_node_evicted_keys", Help: "evicted_keys of each node (INFO stats): keys it deleted to make room since it started. Any increase may have lost bookings or reservations.",
 		}, []string{"node"}),
+		clients: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "apollo_redis_node_clients", Help: "Connections each node counts against its maxclients (INFO: connected_clients + connected_slaves + cluster_connections), at the last memory check.",
+		}, []string{"node"}),
+		maxClients: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "apollo_redis_node_maxclients", Help: "maxclients of each node: at it, the node greets every new connection with a refusal and closes it (Apollo's open connections go on).",
+		}, []string{"node"}),
 		cannotPersist: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "apollo_redis_node_cannot_persist", Help: "1 while a node answers PING with MISCONF: its last RDB snapshot or AOF write failed, and it refuses every write until one succeeds (a replica crashes at its next replicated write).",
 		}, []string{"node"}),
@@ -132,7 +139,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	if reg == nil {
 		return m, nil
 	}
-	for _, c := range []prometheus.Collector{m.latency, m.nodeErrors, m.ejections, m.ejected, m.replicaBehind, m.memoryUsed, m.memoryMax, m.memoryMayEvict, m.evictedKeys, m.cannotPersist, m.primaryRestarts, m.clockOffset, m.clusterOffset, m.refreshes, m.refreshDeduped, m.kept, m.hedges, m.retries, m.fallbacks, m.commands, m.subscriptionsLost, m.proofReplicas} {
+	for _, c := range []prometheus.Collector{m.latency, m.nodeErrors, m.ejections, m.ejected, m.replicaBehind, m.memoryUsed, m.memoryMax, m.memoryMayEvict, m.evictedKeys, m.clients, m.maxClients, m.cannotPersist, m.primaryRestarts, m.clockOffset, m.clusterOffset, m.refreshes, m.refreshDeduped, m.kept, m.hedges, m.retries, m.fallbacks, m.commands, m.subscriptionsLost, m.proofReplicas} {
 		if err := reg.Register(c); err != nil {
 			return nil, errors.Join(errors.New("register redisroute metrics"), err)
 		}
@@ -156,7 +163,7 @@ func (m *metrics) forgetLeft(old, now *topology) {
 		if in[n.addr] == nil {
 			m.ejected.DeleteLabelValues(n.addr)
 			m.replicaBehind.DeleteLabelValues(n.addr)
-			for _, g := range []*prometheus.GaugeVec{m.memoryUsed, m.memoryMax, m.memoryMayEvict, m.evictedKeys, m.cannotPersist, m.clockOffset} {
+			for _, g := range []*prometheus.GaugeVec{m.memoryUsed, m.memoryMax, m.memoryMayEvict, m.evictedKeys, m.clients, m.maxClients, m.cannotPersist, m.clockOffset} {
 				g.DeleteLabelValues(n.addr)
 			}
 		}

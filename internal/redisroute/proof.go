@@ -215,8 +215,9 @@ func (r *Router) replicaHolds(x *node, primary replication, primaryAddr string, 
 		inStep := !x.behind.Load() && r.clock.Now().UnixNano() >= x.lagsWritesUntil.Load()
 		own, cl, err := r.askReplicaInfo(x)
 		if err != nil {
-			if cl == classUnanswered || cl == classUnsent || !inStep {
-				// Silent for StallAfter, or no connection at all: a failed
+			if cl == classUnanswered || cl == classUnsent || isFull(err) || !inStep {
+				// Silent for StallAfter, or no connection at all (none
+				// made, or none taken: a node at its maxclients): a failed
 				// node (ejected), which cannot take over now. Out of step,
 				// only an answer as a primary would have counted.
 				r.m.proofDown.Inc()

@@ -373,7 +373,7 @@ func (r *Router) judgeReplication(t *topology, ans *replicationAnswers, asked ti
 		unknown := false
 		if !s.primary.healthy() || r.hopeless(s.primary, now) {
 			p = nil // a failover: see judgeShard
-		} else if p == nil && classify(failed[s.primary]) != classUnsent {
+		} else if p == nil && !refusesConnections(failed[s.primary]) {
 			unknown = true
 		}
 		addrs := make([]string, len(s.replicas))

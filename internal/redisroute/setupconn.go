@@ -30,6 +30,9 @@ import (
 // setUpHook wraps every connection the node's clients dial, so that an
 // error met before the first reply is a setUpError: classified as unsent
 // (or refused, after the maxclients greeting), so the write is sent again.
+// It does not say the node is down, as a refused dial does: a node that
+// accepts a connection and does not answer its HELLO in time may be slow
+// (a fork), and the replication check keeps what it knew (replication.go).
 
 // maxClientsGreeting begins what Redis writes to a connection it accepts
 // over maxclients, before it closes it: "-ERR max number of clients
@@ -81,6 +84,12 @@ func (setUpHook) DialHook(next redis.DialHook) redis.DialHook {
 	return func(ctx context.Context, network, addr string) (net.Conn, error) {
 		cn, err := next(ctx, network, addr)
 		if err != nil {
+			// Over TLS the handshake is part of the dial, and a full node
+			// closes the connection before it, with no greeting: whatever
+			// failed, nothing was sent.
+			if !isUnsent(err) {
+				err = &setUpError{err: err}
+			}
 			return nil, err
 		}
 		w := &setUpConn{Conn: cn}
@@ -109,12 +118,17 @@ type setUpConn struct {
 func (c *setUpConn) Read(b []byte) (int, error) {
 	n, err := c.Conn.Read(b)
 	if !c.replied.Load() {
-		if n > 0 && !c.full.Load() {
-			if bytes.HasPrefix(b[:n], maxClientsGreeting) {
-				c.full.Store(true)
-			} else {
-				c.replied.Store(true)
-			}
+		switch {
+		case n == 0:
+		case !c.full.Load() && isGreetingAlone(b[:n]):
+			c.full.Store(true)
+		default:
+			// A reply, or anything after a greeting (which Redis never
+			// sends: it closes the connection): from here on, errors are
+			// ordinary.
+			c.full.Store(false)
+			c.replied.Store(true)
+			return n, err
 		}
 		return n, c.mark(err)
 	}
@@ -127,6 +141,13 @@ func (c *setUpConn) Write(b []byte) (int, error) {
 		return n, c.mark(err)
 	}
 	return n, err
+}
+
+// isGreetingAlone reports a read of the maxclients greeting line and
+// nothing after it.
+func isGreetingAlone(b []byte) bool {
+	end := bytes.Index(b, []byte("\r\n"))
+	return bytes.HasPrefix(b, maxClientsGreeting) && end == len(b)-2
 }
 
 func (c *setUpConn) mark(err error) error {

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -30,6 +31,7 @@ func TestAConnectionThatFailsBeforeItsFirstReplySentNothing(t *testing.T) {
 			greet("-ERR max number of clients + cluster connections reached"), classRefused, classUnanswered},
 		{"reset before any reply", "", resetAtOnce, classUnsent, anyClass}, // alone: a dial error, or a reset after HELLO was sent
 		{"closed after its set-up, before the command's reply", "", answerSetUpThenClose, classUnanswered, classUnanswered},
+		{"greeted, then answered (Redis never does: it closes): no refusal", "", greetThenServe, classUnanswered, classUnanswered},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := classify(setUpErr(t, tc.password, tc.node, true)); got != tc.want {
@@ -101,9 +103,53 @@ func resetAtOnce(c net.Conn) {
 	c.Close()
 }
 
+// greetThenServe greets the connection with the maxclients refusal, then
+// answers READONLY and closes the connection when the GET arrives: a
+// node that kept a greeted connection, whose later errors are ordinary.
+func greetThenServe(c net.Conn) {
+	_, _ = io.WriteString(c, "-ERR max number of clients reached\r\n")
+	serveSetUpThenClose(c, false) // the greeting was HELLO's answer, to the client
+}
+
+// A dial that fails says nothing was sent; one refused (or not made at
+// all) also says the node takes no connection, while one that reached the
+// node and failed its set-up (over TLS the handshake is part of the dial)
+// says only that nothing was sent.
+func TestADialThatFailsSentNothing(t *testing.T) {
+	refused := &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}
+	for _, tc := range []struct {
+		name    string
+		err     error
+		want    class
+		refuses bool
+	}{
+		{"refused", refused, classUnsent, true},
+		{"the TLS handshake cut off", io.EOF, classUnsent, false},
+		{"the TLS handshake reset", &net.OpError{Op: "read", Net: "tcp", Err: syscall.ECONNRESET}, classUnsent, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dial := setUpHook{}.DialHook(func(context.Context, string, string) (net.Conn, error) { return nil, tc.err })
+			_, err := dial(context.Background(), "tcp", "n:1")
+			if got := classify(err); got != tc.want {
+				t.Errorf("class %d, want %d (%v)", got, tc.want, err)
+			}
+			if got := refusesConnections(err); got != tc.refuses {
+				t.Errorf("refusesConnections = %v, want %v (%v)", got, tc.refuses, err)
+			}
+		})
+	}
+	if refusesConnections(&setUpError{err: io.EOF, full: true}) {
+		t.Error("a full node's greeting read as a node that takes no connection")
+	}
+}
+
 // answerSetUpThenClose answers HELLO (unknown, as Redis 5 does) and
 // READONLY, then closes the connection when the GET arrives.
-func answerSetUpThenClose(c net.Conn) {
+func answerSetUpThenClose(c net.Conn) { serveSetUpThenClose(c, true) }
+
+// serveSetUpThenClose answers READONLY, and HELLO if answerHello, then
+// closes the connection when any other command arrives.
+func serveSetUpThenClose(c net.Conn, answerHello bool) {
 	defer c.Close()
 	r := bufio.NewReader(c)
 	for {
@@ -113,7 +159,9 @@ func answerSetUpThenClose(c net.Conn) {
 		}
 		switch strings.ToUpper(cmd[0]) {
 		case "HELLO":
-			_, _ = io.WriteString(c, "-ERR unknown command 'HELLO'\r\n")
+			if answerHello {
+				_, _ = io.WriteString(c, "-ERR unknown command 'HELLO'\r\n")
+			}
 		case "READONLY":
 			_, _ = io.WriteString(c, "+OK\r\n")
 		default:
