@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -35,9 +36,12 @@ func (n *Node) FillClients(ctx context.Context) error {
 	f := &fillFault{cl: cl, admin: admin}
 	err := f.fill(ctx, n.Addr)
 	if err != nil {
-		// maxclients may have been set though its answer was lost.
+		// maxclients may have been set though its answer was lost; put
+		// it back even if ctx is what ended fill.
 		if f.maxclients != "" {
-			err = errors.Join(err, f.admin.ConfigSet(ctx, "maxclients", f.maxclients).Err())
+			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+			err = errors.Join(err, f.admin.ConfigSet(rctx, "maxclients", f.maxclients).Err())
+			cancel()
 		}
 		return errors.Join(err, f.close(ctx))
 	}
