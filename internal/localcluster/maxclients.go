@@ -43,7 +43,7 @@ func (n *Node) FillClients(ctx context.Context) error {
 			err = errors.Join(err, f.admin.ConfigSet(rctx, "maxclients", f.maxclients).Err())
 			cancel()
 		}
-		return errors.Join(err, f.close(ctx))
+		return errors.Join(err, f.close())
 	}
 	n.filled = f
 	return nil
@@ -123,9 +123,9 @@ func (n *Node) UnfillClients(ctx context.Context) error {
 	if f.maxclients != "" {
 		err = f.admin.ConfigSet(ctx, "maxclients", f.maxclients).Err()
 	}
-	return errors.Join(err, f.close(ctx))
+	return errors.Join(err, f.close())
 }
 
-func (f *fillFault) close(context.Context) error {
+func (f *fillFault) close() error {
 	return errors.Join(f.admin.Close(), f.cl.Close())
 }

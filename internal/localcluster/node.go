@@ -247,7 +247,7 @@ func (n *Node) killLocked() error {
 	}
 	if n.filled != nil {
 		// A restart reads maxclients from its config file again.
-		_ = n.filled.close(context.Background())
+		_ = n.filled.close()
 		n.filled = nil
 	}
 	var exitErr *exec.ExitError

@@ -55,13 +55,13 @@ const (
 )
 
 func classify(err error) class {
-	switch {
-	case err == nil, errors.Is(err, redis.Nil):
+	if err == nil || errors.Is(err, redis.Nil) {
 		return classOK
 	}
-	if failed, full := isSetUpFailure(err); full {
-		return classRefused
-	} else if failed {
+	if failed, full := isSetUpFailure(err); failed {
+		if full {
+			return classRefused
+		}
 		return classUnsent
 	}
 	switch {
