@@ -36,7 +36,7 @@ func runCheck(ctx context.Context, e env, args []string) error {
 		return usageError{fmt.Errorf("--redis-addrs is required")}
 	}
 	rep, err := clustercheck.Run(ctx, clustercheck.Options{Addrs: rc.Addrs, Username: rc.Username, Password: rc.Password,
-		TLS: rc.TLS, ReadPolicy: string(rc.Policy), Timeout: *timeout})
+		TLS: rc.TLS, SourceAddr: rc.SourceAddr, ReadPolicy: string(rc.Policy), Timeout: *timeout})
 	if err != nil {
 		return exitCodeError{int(clustercheck.Critical), err}
 	}

@@ -54,6 +54,12 @@ apollo instance restarted with its clock 8 s ahead or behind,
 instance that does not keep the cluster's time), primary-partition
 (a primary cut off from the other nodes by iptables while Apollo still
 reaches it, until a replica is promoted: needs iptables and root),
+instance-partition (one apollo instance cut off from every Redis node by
+iptables, both ways, while its clients still reach it: each instance
+connects from an address of its own, --redis-source-addr; needs iptables
+and root), instance-primary-partition (the same between one apollo instance
+and one primary only: the cluster and the other instances see nothing
+wrong),
 reshard (redis-cli moves 1000 slots and their keys from the primary serving
 the most to another, under the workload: needs redis-cli), cluster-restart
 (every node killed and restarted from its data directory: what survives is

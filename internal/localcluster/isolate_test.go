@@ -1,10 +1,14 @@
 package localcluster_test
 
 import (
+	"context"
+	"net"
 	"os/exec"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/apollo-platform/apollo/internal/localcluster"
 	"github.com/apollo-platform/apollo/internal/localcluster/clustertest"
@@ -68,5 +72,53 @@ func TestAnIsolatedPrimaryIsReplacedAndItsMinorityWriteIsLost(t *testing.T) {
 	}
 	if s := chains(t); strings.Contains(s, "APOLLO-") {
 		t.Fatalf("Close left firewall rules behind:\n%s", s)
+	}
+}
+
+// A client cut off from the cluster reaches no node until it is
+// reconnected, while a client from another address reaches every one.
+func TestAClientCutOffReachesNoNodeUntilReconnected(t *testing.T) {
+	clustertest.NeedFirewall(t)
+	c := clustertest.Start(t, func(cfg *localcluster.Config) {
+		cfg.Replicas, cfg.OwnAddrs = 1, true
+	})
+	ctx := ctxFor(t, 60*time.Second)
+	host, err := c.ClientHost(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.CutOff(ctx, "127.0.0.1"); err == nil {
+		t.Fatal("CutOff took an address that is not the cluster's")
+	}
+	ping := func(n *localcluster.Node, from string) error {
+		d := net.Dialer{Timeout: 300 * time.Millisecond, LocalAddr: &net.TCPAddr{IP: net.ParseIP(from)}}
+		cl := redis.NewClient(&redis.Options{Addr: n.Addr, Dialer: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			return d.DialContext(ctx, network, addr)
+		}, Username: c.Config().User, Password: c.Config().Password, MaxRetries: -1, ReadTimeout: 300 * time.Millisecond})
+		defer cl.Close()
+		return cl.Ping(ctx).Err()
+	}
+	reconnect, err := c.CutOff(ctx, host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range c.Nodes() {
+		if err := ping(n, host); err == nil {
+			t.Errorf("node %s answered a client cut off from it", n.Addr)
+		}
+		if err := ping(n, "127.0.0.1"); err != nil {
+			t.Errorf("node %s did not answer another client: %v", n.Addr, err)
+		}
+	}
+	if err := reconnect(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range c.Nodes() {
+		if err := ping(n, host); err != nil {
+			t.Errorf("node %s did not answer the client reconnected: %v", n.Addr, err)
+		}
+	}
+	if strings.Contains(chains(t), host) {
+		t.Error("rules naming the client are left after reconnect")
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"net/netip"
 	"os"
 	"strings"
 	"time"
@@ -73,6 +74,9 @@ type Config struct {
 	Username, Password string
 	// TLS, when non-nil, is used for every connection.
 	TLS *tls.Config
+	// SourceAddr, when valid, is the local address every connection to
+	// Redis is made from (see Dialer).
+	SourceAddr netip.Addr
 	// Policy decides where reads go.
 	Policy Policy
 
@@ -209,6 +213,7 @@ type Flags struct {
 	tlsCA          string
 	tlsServerName  string
 	tlsInsecureDev bool
+	sourceAddr     string
 }
 
 // RegisterFlags registers the router's flags on fs with c's values as
@@ -220,6 +225,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) *Flags {
 	fs.StringVar(&c.Password, "redis-password", c.Password, "Redis password (prefer --redis-password-file or APOLLO_REDIS_PASSWORD: a flag is on the command line for every local user to read)")
 	fs.StringVar(&f.passwordFile, "redis-password-file", "", "file holding the Redis password (a mounted secret); white space around it is ignored")
 	fs.Var(&c.Policy, "read-policy", "where reads go: "+policyList())
+	fs.StringVar(&f.sourceAddr, "redis-source-addr", "", "local IP address to connect to Redis from (default: the system's choice); on a host with several addresses, the one Redis ACLs and firewalls expect")
 	fs.BoolVar(&f.tlsOn, "redis-tls", false, "connect to Redis over TLS")
 	fs.StringVar(&f.tlsCA, "redis-tls-ca", "", "PEM file of the CA that signed the Redis certificates (default: system roots)")
 	fs.StringVar(&f.tlsServerName, "redis-tls-server-name", "", "server name to verify in Redis certificates")
@@ -254,6 +260,13 @@ func (f *Flags) Apply(c *Config) error {
 			return fmt.Errorf("--redis-password-file: %w", err)
 		}
 		c.Password = pw
+	}
+	if f.sourceAddr != "" {
+		a, err := netip.ParseAddr(f.sourceAddr)
+		if err != nil {
+			return fmt.Errorf("--redis-source-addr %q is not an IP address", f.sourceAddr)
+		}
+		c.SourceAddr = a
 	}
 	if !f.tlsOn {
 		return nil

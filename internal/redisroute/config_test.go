@@ -50,7 +50,7 @@ func TestFlagsSetPolicyAddrsAndTLS(t *testing.T) {
 	fs.SetOutput(io.Discard)
 	f := c.RegisterFlags(fs)
 	err := fs.Parse([]string{"--redis-addrs", "10.0.0.1:7000, 10.0.0.2:7000", "--read-policy", "nearest", "--redis-tls", "--redis-tls-server-name", "redis.internal",
-		"--redis-max-replica-lag", "5s"})
+		"--redis-max-replica-lag", "5s", "--redis-source-addr", "10.0.0.9"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,6 +65,18 @@ func TestFlagsSetPolicyAddrsAndTLS(t *testing.T) {
 	}
 	if c.MaxReplicaLag != 5*time.Second {
 		t.Errorf("max replica lag = %s, want 5s", c.MaxReplicaLag)
+	}
+	if c.SourceAddr.String() != "10.0.0.9" {
+		t.Errorf("source addr = %s, want 10.0.0.9", c.SourceAddr)
+	}
+	bad := redisroute.DefaultConfig()
+	fs = flag.NewFlagSet("t", flag.ContinueOnError)
+	f = bad.RegisterFlags(fs)
+	if err := fs.Parse([]string{"--redis-source-addr", "10.0.0.9:7000"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Apply(&bad); err == nil || !strings.Contains(err.Error(), "not an IP address") {
+		t.Errorf("a source address with a port: %v", err)
 	}
 	if err := fs.Parse([]string{"--read-policy", "fastest"}); err == nil || !strings.Contains(err.Error(), "unknown read policy") {
 		t.Errorf("bad policy flag: %v", err)

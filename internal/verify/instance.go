@@ -19,8 +19,11 @@ import (
 // SIGKILL by its PID, and restarted on the same ports.
 type Instance struct {
 	Name string
-	bin  string
-	args []string
+	// RedisSource is the address its Redis connections come from
+	// (--redis-source-addr); "" when the build has no such flag.
+	RedisSource string
+	bin         string
+	args        []string
 	// extra are flags added to args from the next Start on (a fault's).
 	extra []string
 	logw  io.Writer

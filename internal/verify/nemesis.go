@@ -20,7 +20,7 @@ import (
 // without --faults injects them.
 func FaultNames() []string {
 	return []string{"replica-crash", "replica-hang", "primary-crash", "primary-hang", "primary-full", "primary-disk", "switchover", "forced-switchover", "handshake", "busy-script", "instance-kill",
-		"instance-pause", "instance-clock", "primary-partition", "reshard", "cluster-restart", "replica-resync", "primary-slow", "replica-slow", "conn-kill", "primary-pause-writes", "primary-restart", "maxclients"}
+		"instance-pause", "instance-clock", "primary-partition", "reshard", "cluster-restart", "replica-resync", "primary-slow", "replica-slow", "conn-kill", "primary-pause-writes", "primary-restart", "maxclients", "instance-partition", "instance-primary-partition"}
 }
 
 // slowStop and slowRun are the slow faults' pulses: the node is stopped
@@ -175,6 +175,8 @@ func (n *nemesis) fault(ctx context.Context, name string) (drill.Fault, error) {
 		return drill.FaultFunc{Label: fmt.Sprintf("instance clock off by %s (restarted with --clock-offset) %s", off, in.Name),
 			InjectFn: func(ctx context.Context) error { return in.Restart(ctx, "--clock-offset", off.String()) },
 			HealFn:   func(ctx context.Context) error { return in.Restart(ctx) }}, nil
+	case "instance-partition":
+		return &cutOffFault{c: n.c, in: n.instances[n.rng.IntN(len(n.instances))]}, nil
 	case "cluster-restart":
 		return &restartFault{c: n.c}, nil
 	case "reshard":
@@ -233,6 +235,8 @@ func (n *nemesis) fault(ctx context.Context, name string) (drill.Fault, error) {
 		node := n.pick(append(replicas, primary))
 		return drill.FaultFunc{Label: "node full at maxclients (new connections refused) " + node.Addr,
 			InjectFn: node.FillClients, HealFn: node.UnfillClients}, nil
+	case "instance-primary-partition":
+		return &cutOffFault{c: n.c, in: n.instances[n.rng.IntN(len(n.instances))], node: primary}, nil
 	case "primary-partition":
 		return &partitionFault{c: n.c, n: n, primary: primary, replicas: replicas}, nil
 	}

@@ -130,9 +130,12 @@ func (c Config) CheckMachine(ctx context.Context) error {
 			return fmt.Errorf("the reshard fault needs redis-cli (apt-get install redis-tools; or choose --faults without it): %w", err)
 		}
 	}
-	if usesFault(c.Faults, "primary-partition") {
+	for _, f := range []string{"primary-partition", "instance-partition", "instance-primary-partition"} {
+		if !usesFault(c.Faults, f) {
+			continue
+		}
 		if err := localcluster.CheckFirewall(ctx); err != nil {
-			return fmt.Errorf("the primary-partition fault cannot run here: %w (choose --faults without it)", err)
+			return fmt.Errorf("the %s fault cannot run here: %w (choose --faults without it)", f, err)
 		}
 	}
 	return nil
@@ -191,7 +194,18 @@ func Run(ctx context.Context, cfg Config) (h History, err error) {
 		}
 	}()
 	for i := range cfg.Instances {
-		in := NewInstance(fmt.Sprintf("apollo-%d", i), cfg.Bin, args, &syncWriter{w: logs})
+		// Each instance connects to Redis from an address of its own, so
+		// that instance-partition can cut one off (an older build without
+		// the flag connects from 127.0.0.1, and cannot be).
+		source, err := c.ClientHost(i)
+		if err != nil {
+			return h, err
+		}
+		own := supportedFlags(ctx, cfg.Bin, []string{"--redis-source-addr", source})
+		in := NewInstance(fmt.Sprintf("apollo-%d", i), cfg.Bin, append(slices.Clone(args), own...), &syncWriter{w: logs})
+		if len(own) > 0 {
+			in.RedisSource = source
+		}
 		if err := in.Start(ctx); err != nil {
 			return h, err
 		}

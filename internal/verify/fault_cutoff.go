@@ -1,0 +1,55 @@
+package verify
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/apollo-platform/apollo/internal/localcluster"
+)
+
+// cutOffFault cuts one Apollo instance off from every Redis node while
+// its clients still reach it, as a host that lost its path to Redis (a
+// broken route, a security group, a half-failed network card): nothing is
+// refused, every packet is lost both ways. The instance's calls time out;
+// its writes in flight are sent again by TCP when the path returns, past
+// their deadlines; its partition leases lapse while it runs, and the other
+// instances take its work over. The load balancer's health checks
+// (/readyz: no shard answers) take it out meanwhile.
+//
+// With a node, only the path between the instance and that node is cut,
+// as a firewall rule or a route on one host does: the cluster sees nothing
+// wrong, and neither do the other instances.
+type cutOffFault struct {
+	c         *localcluster.Cluster
+	in        *Instance
+	node      *localcluster.Node // nil: every node
+	reconnect func(context.Context) error
+}
+
+func (f *cutOffFault) Name() string {
+	if f.node != nil {
+		return fmt.Sprintf("instance cut off from primary %s (%s dropped both ways) %s", f.node.Addr, f.in.RedisSource, f.in.Name)
+	}
+	return fmt.Sprintf("instance cut off from every Redis node (%s dropped both ways) %s", f.in.RedisSource, f.in.Name)
+}
+
+func (f *cutOffFault) Inject(ctx context.Context) error {
+	if f.in.RedisSource == "" {
+		return errors.New(f.in.Name + "'s build has no --redis-source-addr: it cannot be cut off alone")
+	}
+	var err error
+	var nodes []*localcluster.Node
+	if f.node != nil {
+		nodes = append(nodes, f.node)
+	}
+	f.reconnect, err = f.c.CutOff(ctx, f.in.RedisSource, nodes...)
+	return err
+}
+
+func (f *cutOffFault) Heal(ctx context.Context) error {
+	if f.reconnect == nil {
+		return nil
+	}
+	return f.reconnect(ctx)
+}
