@@ -37,6 +37,7 @@ type App struct {
 	rules    spampedeRules
 	bookings *booking.Service
 	member   *fleet.Member
+	reach    *fleet.Reach
 	fleet    *redisstore.Fleet
 	console  *console.Console
 	stopBg   chan struct{}
@@ -96,7 +97,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, opts ...Option) (*Ap
 	// that the console's sampler (once a second) does not probe Redis too.
 	readyReg := prometheus.NewRegistry()
 	ready := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "apollo_ready",
-		Help: "1 while /readyz would answer 200: not draining, and some Redis shard answers."}, func() float64 {
+		Help: "1 while /readyz would answer 200: not draining, some Redis shard answers, and no other instance reaches primaries this one does not."}, func() float64 {
 		if a.draining.Load() || a.ready(context.Background()) != nil {
 			return 0
 		}
@@ -169,6 +170,12 @@ func (a *App) wireBookings(ctx context.Context, cfg Config, log *slog.Logger, o 
 	if a.member, err = fleet.NewMember(cfg.Fleet, id, fs, clock, fm, log.With("component", "fleet")); err != nil {
 		return err
 	}
+	a.reach = fleet.NewReach(id, redisstore.NewReaches(a.router), a.router, a.router.Now, cfg.Fleet.RenewEvery, log.With("component", "fleet"))
+	if err := a.reg.Register(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "apollo_redis_primary_slots_reached",
+		Help: "Slots whose primary answered this instance's last reach probe (every --lease-renew-every); an instance that another reaches more than is not ready."},
+		func() float64 { return float64(a.reach.Slots()) })); err != nil {
+		return err
+	}
 	store := redisstore.NewBookings(a.router, cfg.BookingAcks, ps)
 	if n, err := store.AdoptLegacyIndex(ctx); err != nil {
 		log.Warn("move the open bookings of the unpartitioned index into the partitions; the next start tries again", "moved", n, "err", err)
@@ -194,18 +201,23 @@ func instanceID() string {
 }
 
 // ready is /readyz: this instance can serve, which is that some shard
-// answers a real keyed read within a second. A shard that answers none of
-// the instances fails its part of the key space on every instance alike
-// (with 503s, and the router's alerts); taking every instance out of the
-// load balancer for it would fail the other shards' keys too. So only what
-// is this instance's own (its network, its credentials: no shard answers)
-// makes it unready, and the balancer sends its traffic to the others.
+// answers a real keyed read within a second, and that no other instance
+// reaches primaries this one does not. A shard that answers none of the
+// instances fails its part of the key space on every instance alike (with
+// 503s, and the router's alerts); taking every instance out of the load
+// balancer for it would fail the other shards' keys too. So only what is
+// this instance's own makes it unready: its network or its credentials
+// (no shard answers), or its path to a primary the others reach (fleet.Reach),
+// and the balancer sends its traffic to the others.
 func (a *App) ready(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
 	n, err := a.router.ProbeShards(ctx)
 	if n == 0 {
 		return fmt.Errorf("no Redis shard answers: %w", err)
+	}
+	if behind := a.reach.Behind(); behind != nil {
+		return behind
 	}
 	if err != nil {
 		a.log.LogAttrs(ctx, slog.LevelDebug, "ready with shards not answering", slog.Any("err", err))
@@ -330,6 +342,7 @@ func (a *App) startBackground() {
 		defer a.bg.Done()
 		a.console.Run(a.stopBg)
 	}()
+	a.bg.Go(func() { a.reach.Run(a.stopBg) })
 }
 
 func (a *App) stopBackground() {

@@ -2,10 +2,12 @@ package app_test
 
 import (
 	"context"
+	"net/netip"
 	"slices"
 	"testing"
 	"time"
 
+	"github.com/apollo-platform/apollo/internal/app"
 	"github.com/apollo-platform/apollo/internal/localcluster"
 	"github.com/apollo-platform/apollo/internal/localcluster/clustertest"
 )
@@ -50,6 +52,79 @@ func TestReadinessFailsOnlyWhenNoShardAnswers(t *testing.T) {
 	for deadline := time.Now().Add(10 * time.Second); get(t, admin+"/readyz") != 200; time.Sleep(100 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatal("/readyz not 200 again 10 s after every node resumed")
+		}
+	}
+}
+
+// An instance cut off from a primary that another instance reaches is
+// taken out of the load balancer: the cluster is fine, the fault is this
+// instance's path, and the others can serve that shard. Instances cut off
+// from the same primary stay in: taking them all out would fail the
+// shards they do reach too. Found with verify's
+// instance-primary-partition (2026-12-05): the cut instance's replicas
+// answered its readiness reads, and it failed that shard's writes for as
+// long as the path stayed cut.
+func TestAnInstanceCutOffFromAPrimaryOthersReachIsNotReady(t *testing.T) {
+	clustertest.NeedFirewall(t)
+	c := clustertest.Start(t, func(cfg *localcluster.Config) { cfg.OwnAddrs = true })
+	ctx := context.Background()
+	admins := make([]string, 2)
+	hosts := make([]string, 2)
+	for i := range admins {
+		host, err := c.ClientHost(i)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg := app.DefaultConfig()
+		cfg.Redis.Addrs = c.Addrs()[:1]
+		cfg.Redis.SourceAddr = netip.MustParseAddr(host)
+		_, _, admins[i] = serveApp(t, cfg)
+		hosts[i] = host
+	}
+	primary := c.Primary(ctx, 0)
+	// until polls both instances' /readyz until want(codes) or 20 s,
+	// failing the test when never is seen on the way.
+	until := func(what string, want, never func(a, b int) bool) {
+		t.Helper()
+		for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+			a, b := get(t, admins[0]+"/readyz"), get(t, admins[1]+"/readyz")
+			if never != nil && never(a, b) {
+				t.Fatalf("%s: /readyz answered %d and %d", what, a, b)
+			}
+			if want(a, b) {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: /readyz still %d and %d after 20 s", what, a, b)
+			}
+		}
+	}
+	reconnect, err := c.CutOff(ctx, hosts[0], primary)
+	if err != nil {
+		t.Fatal(err)
+	}
+	until("one instance cut off from a primary", func(a, b int) bool { return a == 503 && b == 200 },
+		func(a, b int) bool { return b != 200 })
+	if err := reconnect(ctx); err != nil {
+		t.Fatal(err)
+	}
+	until("the path back", func(a, b int) bool { return a == 200 && b == 200 }, nil)
+
+	// Both cut off from it: neither is better placed, both stay in.
+	var reconnects []func(context.Context) error
+	for _, h := range hosts {
+		r, err := c.CutOff(ctx, h, primary)
+		if err != nil {
+			t.Fatal(err)
+		}
+		reconnects = append(reconnects, r)
+	}
+	stillReady := time.Now().Add(5 * time.Second)
+	until("both instances cut off from one primary", func(int, int) bool { return time.Now().After(stillReady) },
+		func(a, b int) bool { return a != 200 || b != 200 })
+	for _, r := range reconnects {
+		if err := r(ctx); err != nil {
+			t.Fatal(err)
 		}
 	}
 }

@@ -262,7 +262,7 @@ func newFakeCluster(t *testing.T, shards [][]*fakeNode, edit ...func(*Config)) *
 // key returns a key of shard i.
 func (c *fakeCluster) key(i int) string {
 	t := c.r.topo.Load()
-	return keyOnShard(t, t.shards[i])
+	return keyOnShard(t, t.shards[i], probePrefix)
 }
 
 // exec runs cmds on its own goroutine; the result arrives on the channel.
