@@ -97,7 +97,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, opts ...Option) (*Ap
 	// that the console's sampler (once a second) does not probe Redis too.
 	readyReg := prometheus.NewRegistry()
 	ready := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "apollo_ready",
-		Help: "1 while /readyz would answer 200: not draining, some Redis shard answers, and no other instance reaches primaries this one does not."}, func() float64 {
+		Help: "1 while /readyz would answer 200: not draining, some Redis shard answers, and no other instance reaches every primary this one reaches and more."}, func() float64 {
 		if a.draining.Load() || a.ready(context.Background()) != nil {
 			return 0
 		}
@@ -172,7 +172,7 @@ func (a *App) wireBookings(ctx context.Context, cfg Config, log *slog.Logger, o 
 	}
 	a.reach = fleet.NewReach(id, redisstore.NewReaches(a.router), a.router, a.router.Now, cfg.Fleet.RenewEvery, log.With("component", "fleet"))
 	if err := a.reg.Register(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "apollo_redis_primary_slots_reached",
-		Help: "Slots whose primary answered this instance's last reach probe (every --lease-renew-every); an instance that another reaches more than is not ready."},
+		Help: "Slots whose primary answered this instance's last reach probe (every --lease-renew-every): an instance is not ready while another reaches every primary it reaches and more."},
 		func() float64 { return float64(a.reach.Slots()) })); err != nil {
 		return err
 	}
@@ -304,6 +304,12 @@ func (a *App) Serve(ctx context.Context) error {
 	}
 	a.draining.Store(true)
 	a.log.Info("draining", "delay", a.cfg.DrainDelay)
+	// A draining instance is none for the others to be behind.
+	wctx, wcancel := context.WithTimeout(context.Background(), time.Second)
+	if err := a.reach.Withdraw(wctx); err != nil {
+		a.log.Warn("withdraw this instance's reach reports; they run out within 3 s", "err", err)
+	}
+	wcancel()
 	if serveErr == nil {
 		select {
 		case <-time.After(a.cfg.DrainDelay):
@@ -365,6 +371,7 @@ func (a *App) stopBackground() {
 // ended (its context cancelled) to close the listeners.
 func (a *App) Crash() {
 	a.crashed.Store(true)
+	a.reach.Quiet()
 	a.member.Abandon()
 	a.bookings.Abandon()
 }

@@ -68,19 +68,7 @@ func TestAnInstanceCutOffFromAPrimaryOthersReachIsNotReady(t *testing.T) {
 	clustertest.NeedFirewall(t)
 	c := clustertest.Start(t, func(cfg *localcluster.Config) { cfg.OwnAddrs = true })
 	ctx := context.Background()
-	admins := make([]string, 2)
-	hosts := make([]string, 2)
-	for i := range admins {
-		host, err := c.ClientHost(i)
-		if err != nil {
-			t.Fatal(err)
-		}
-		cfg := app.DefaultConfig()
-		cfg.Redis.Addrs = c.Addrs()[:1]
-		cfg.Redis.SourceAddr = netip.MustParseAddr(host)
-		_, _, admins[i] = serveApp(t, cfg)
-		hosts[i] = host
-	}
+	admins, hosts := startInstancesOwnAddrs(t, c, 2)
 	primary := c.Primary(ctx, 0)
 	// until polls both instances' /readyz until want(codes) or 20 s,
 	// failing the test when never is seen on the way.
@@ -126,5 +114,64 @@ func TestAnInstanceCutOffFromAPrimaryOthersReachIsNotReady(t *testing.T) {
 		if err := r(ctx); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// startInstancesOwnAddrs serves n instances on c, each connecting to
+// Redis from a client address of c's own, and returns their admin URLs and
+// those addresses.
+func startInstancesOwnAddrs(t *testing.T, c *localcluster.Cluster, n int) (admins, hosts []string) {
+	t.Helper()
+	for i := range n {
+		host, err := c.ClientHost(i)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg := app.DefaultConfig()
+		cfg.Redis.Addrs = c.Addrs()[:1]
+		cfg.Redis.SourceAddr = netip.MustParseAddr(host)
+		_, _, admin := serveApp(t, cfg)
+		admins, hosts = append(admins, admin), append(hosts, host)
+	}
+	return admins, hosts
+}
+
+// A primary that crashes is lost to every instance alike, and its
+// replacement is found by one instance before the other: neither is ever
+// taken out for it (the fleet least of all), as readiness compares the
+// instances' reach. A reviewer expected the one that found the new
+// primary first to take the others out.
+func TestAFailoverTakesNoInstanceOut(t *testing.T) {
+	c := clustertest.Start(t, func(cfg *localcluster.Config) { cfg.OwnAddrs, cfg.NodeTimeout = true, time.Second })
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	admins, _ := startInstancesOwnAddrs(t, c, 2)
+	old := c.Primary(ctx, 0)
+	time.Sleep(2 * time.Second) // a round of reports from each
+	if err := old.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	var out [2]int
+	var polls int
+	var settled time.Time // 5 s after a replica took over
+	for ; settled.IsZero() || time.Now().Before(settled); time.Sleep(100 * time.Millisecond) {
+		if settled.IsZero() {
+			if p := c.Primary(ctx, 0); p != nil && p != old {
+				settled = time.Now().Add(5 * time.Second)
+			}
+			if ctx.Err() != nil {
+				t.Fatal("no replica took over within a minute")
+			}
+		}
+		polls++
+		for i, a := range admins {
+			if get(t, a+"/readyz") != 200 {
+				out[i]++
+			}
+		}
+	}
+	t.Logf("%d polls through the failover: /readyz not 200 in %d and %d", polls, out[0], out[1])
+	if out[0] > 0 || out[1] > 0 {
+		t.Errorf("an instance was taken out for a primary every instance lost: %v of %d polls", out, polls)
 	}
 }

@@ -13,7 +13,7 @@ import (
 // the cluster's time, which every instance keeps).
 type ReachReport struct {
 	ID    string
-	Slots int
+	Slots SlotSet
 	At    time.Time
 	Until time.Time
 }
@@ -25,21 +25,26 @@ type ReachStore interface {
 	ReportReach(ctx context.Context, r ReachReport) error
 	// Reaches returns each instance's latest report still counting at now.
 	Reaches(ctx context.Context, now time.Time) ([]ReachReport, error)
+	// ForgetReach withdraws id's reports.
+	ForgetReach(ctx context.Context, id string) error
 }
 
-// ReachProber measures this instance's reach: the slots served by a
-// primary that answers it, of the slots the cluster covers.
+// ReachProber measures this instance's reach: the slot ranges served by
+// a primary that answers it. Refresh renews its view of the cluster (which
+// node serves which slots), as after a failover it has not seen yet.
 type ReachProber interface {
-	ReachPrimaries(ctx context.Context) (reached, covered int, err error)
+	ReachPrimaries(ctx context.Context) ([][2]int, error)
+	Refresh(ctx context.Context) error
 }
 
 // Reach tells a path of this instance's own that is cut (a route, a
 // firewall rule, one host's network) from a primary that is down: the
-// first leaves the other instances reaching what this one does not, the
-// second leaves them all alike. An instance that another reaches more than
-// is Behind, and its readiness says so, so that the load balancer sends
-// its requests to instances that can serve them. The instances that reach
-// the most are never behind, so the fleet is never taken out whole.
+// first leaves other instances reaching what this one does not, the
+// second leaves them all alike. An instance is Behind while another one's
+// recent report reached every slot it reached and more, so the load
+// balancer sends its requests to instances that can serve them. An
+// instance whose reach no other report strictly contains is never behind:
+// the fleet is not taken out whole by it.
 type Reach struct {
 	id     string
 	store  ReachStore
@@ -52,7 +57,9 @@ type Reach struct {
 	mine   ReachReport
 	since  time.Time    // when the probe that found mine fallen ended
 	ahead  *ReachReport // another instance's report that outreached mine
+	rounds int          // rounds in a row that found one
 	probed bool
+	quiet  bool // reports no more (draining, stopped)
 }
 
 // NewReach returns the reach of instance id, measured every `every` on
@@ -61,18 +68,42 @@ func NewReach(id string, s ReachStore, p ReachProber, now func() time.Time, ever
 	return &Reach{id: id, store: s, prober: p, now: now, every: every, log: log}
 }
 
-// reportLife is how many rounds a report counts for: a missed round or
-// two is not an instance gone.
-const reportLife = 3
+const (
+	// reportLife is how many rounds a report is kept: a missed round is
+	// not an instance gone.
+	reportLife = 3
+	// behindAfter is how many rounds in a row must find a report ahead
+	// before this instance is behind. Each such round also renews its view
+	// of the cluster: after a failover the instance that saw it first
+	// reaches the new primary a round or two before the others (the nodes
+	// asked may not all know of it yet), and they with it.
+	behindAfter = 3
+)
+
+// recent reports whether a report begun at is recent enough to judge by at
+// now: from another's last round (a dead or frozen instance's stops
+// counting within a round and a half), and not from the future (a clock
+// far ahead).
+func (r *Reach) recent(at, now time.Time) bool {
+	return !at.Before(now.Add(-r.every*3/2)) && !at.After(now.Add(r.every))
+}
 
 // Run measures, reports and compares every `every` until stop is closed.
 func (r *Reach) Run(stop <-chan struct{}) {
+	// A round in progress ends with stop, not a round later.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { // owned by Run: ends when it returns
+		select {
+		case <-stop:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
 	tick := time.NewTicker(r.every)
 	defer tick.Stop()
 	for {
-		ctx, cancel := context.WithTimeout(context.Background(), r.every)
 		r.Round(ctx)
-		cancel()
 		select {
 		case <-stop:
 			return
@@ -81,37 +112,80 @@ func (r *Reach) Run(stop <-chan struct{}) {
 	}
 }
 
-// Round measures this instance's reach, reports it, and compares it with
-// the others' reports.
+// Round measures this instance's reach, reads the others' reports, and
+// reports its own, each within its share of a round.
 func (r *Reach) Round(ctx context.Context) {
 	at := r.now()
-	// Half the round for the probe: a primary that does not answer takes
-	// all it is given, and the report and the reading need the rest.
 	pctx, cancel := context.WithTimeout(ctx, r.every/2)
-	reached, _, err := r.prober.ReachPrimaries(pctx)
+	ranges, err := r.prober.ReachPrimaries(pctx)
 	cancel()
 	ended := r.now()
-	mine := ReachReport{ID: r.id, Slots: reached, At: at, Until: at.Add(reportLife * r.every)}
-	if err := r.store.ReportReach(ctx, mine); err != nil {
-		r.log.Debug("report this instance's reach", "err", err)
+	mine := ReachReport{ID: r.id, Slots: SlotSetOf(ranges), At: at, Until: at.Add(reportLife * r.every)}
+	rctx, cancel := context.WithTimeout(ctx, r.every/4)
+	others, rerr := r.store.Reaches(rctx, r.now())
+	cancel()
+	if !r.isQuiet() {
+		wctx, cancel := context.WithTimeout(ctx, r.every/4)
+		if werr := r.store.ReportReach(wctx, mine); werr != nil {
+			r.log.Debug("report this instance's reach", "err", werr)
+		}
+		cancel()
 	}
-	others, rerr := r.store.Reaches(ctx, r.now())
+	if refresh := r.judge(mine, ended, others, rerr, err); refresh {
+		fctx, cancel := context.WithTimeout(ctx, r.every/2)
+		_ = r.prober.Refresh(fctx)
+		cancel()
+	}
+}
+
+// judge compares mine with the others' reports (none read when rerr is
+// set) and reports whether the view of the cluster should be renewed.
+func (r *Reach) judge(mine ReachReport, ended time.Time, others []ReachReport, rerr, probeErr error) (refresh bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.probed && mine.Slots < r.mine.Slots {
+	if r.probed && !mine.Slots.Contains(r.mine.Slots) {
 		// Whatever cut it happened before this probe ended.
 		r.since = ended
 	}
 	r.mine, r.probed = mine, true
+	now := r.now()
 	if rerr != nil {
-		// Nothing to compare with: keep the judgement of the round
-		// before, which expires with the report it rests on.
-		if r.ahead != nil && !r.ahead.Until.After(r.now()) {
-			r.setAhead(nil, err)
+		// Nothing to compare with: the judgement of the round before
+		// stands until its report is no longer recent, or mine has
+		// caught up with it.
+		if r.ahead != nil && (!r.recent(r.ahead.At, now) || mine.Slots.Contains(r.ahead.Slots)) {
+			r.setAhead(nil, probeErr)
 		}
-		return
+		return false
 	}
-	r.setAhead(outreached(mine, r.since, others, r.now()), err)
+	a := r.outreached(mine, others, now)
+	if a == nil {
+		r.rounds = 0
+		r.setAhead(nil, probeErr)
+		return false
+	}
+	r.rounds++
+	if r.rounds >= behindAfter {
+		r.setAhead(a, probeErr)
+	}
+	return true
+}
+
+// outreached returns the recent report of another instance whose slots
+// strictly contain mine, from a probe begun after mine fell (one from
+// before may predate a failure that a later probe would have met too):
+// the one that reached most, or nil. Under mu.
+func (r *Reach) outreached(mine ReachReport, others []ReachReport, now time.Time) *ReachReport {
+	var best *ReachReport
+	for i, o := range others {
+		if o.ID == mine.ID || !r.recent(o.At, now) || o.At.Before(r.since) || !o.Slots.StrictlyContains(mine.Slots) {
+			continue
+		}
+		if best == nil || o.Slots.Len() > best.Slots.Len() {
+			best = &others[i]
+		}
+	}
+	return best
 }
 
 // setAhead records the report that outreached this instance's, logging a
@@ -120,46 +194,51 @@ func (r *Reach) setAhead(ahead *ReachReport, probeErr error) {
 	switch {
 	case ahead != nil && r.ahead == nil:
 		r.log.Warn("another instance reaches primaries this one does not: not ready until it does",
-			"slots_reached", r.mine.Slots, "other", ahead.ID, "other_slots_reached", ahead.Slots, "err", probeErr)
+			"slots_reached", r.mine.Slots.Len(), "other", ahead.ID, "other_slots_reached", ahead.Slots.Len(), "err", probeErr)
 	case ahead == nil && r.ahead != nil:
-		r.log.Info("this instance reaches as much of the cluster as any other again", "slots_reached", r.mine.Slots)
+		r.log.Info("no other instance reaches primaries this one does not any more", "slots_reached", r.mine.Slots.Len())
 	}
 	r.ahead = ahead
-}
-
-// outreached returns the report of another instance that reached more
-// slots than mine in a probe begun at or after from, still counting at
-// now: the one that reached most, or nil. Reports from before from are
-// left out: they may predate the failure that cut this instance's reach,
-// which a probe begun after it would have met too.
-func outreached(mine ReachReport, from time.Time, others []ReachReport, now time.Time) *ReachReport {
-	var best *ReachReport
-	for i, o := range others {
-		if o.ID == mine.ID || !o.Until.After(now) || o.At.Before(from) || o.Slots <= mine.Slots {
-			continue
-		}
-		if best == nil || o.Slots > best.Slots {
-			best = &others[i]
-		}
-	}
-	return best
 }
 
 // Slots is how many slots' primaries answered this instance's last probe.
 func (r *Reach) Slots() int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.mine.Slots
+	return r.mine.Slots.Len()
 }
 
-// Behind is nil unless another instance reaches primaries this one does
-// not: then an error saying which, and how much each reaches.
+// Behind is nil unless another instance recently reached every primary
+// this one did and more: then an error saying which.
 func (r *Reach) Behind() error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.ahead == nil || !r.ahead.Until.After(r.now()) {
+	// A round later than recent allows: the judgement is renewed once a
+	// round, and must not lapse between two.
+	if r.ahead == nil || r.ahead.At.Before(r.now().Add(-r.every*5/2)) {
 		return nil
 	}
-	return fmt.Errorf("this instance reaches the primaries of %d slots, and instance %s reaches %d: its path to the others is cut",
-		r.mine.Slots, r.ahead.ID, r.ahead.Slots)
+	return fmt.Errorf("instance %s reaches the primaries of every slot this instance reaches (%d) and more (%d): this instance's path to a primary is cut",
+		r.ahead.ID, r.mine.Slots.Len(), r.ahead.Slots.Len())
+}
+
+func (r *Reach) isQuiet() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.quiet
+}
+
+// Quiet stops reporting, as a process that died does: its last report
+// ages out within a round and a half.
+func (r *Reach) Quiet() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.quiet = true
+}
+
+// Withdraw stops reporting and withdraws this instance's reports at once:
+// one that drains or stops is no instance for the others to be behind.
+func (r *Reach) Withdraw(ctx context.Context) error {
+	r.Quiet()
+	return r.store.ForgetReach(ctx, r.id)
 }

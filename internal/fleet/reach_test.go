@@ -2,57 +2,87 @@ package fleet
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
 
-func TestOutreached(t *testing.T) {
-	t0 := time.Unix(1_000, 0)
-	mine := ReachReport{ID: "me", Slots: 10923, At: t0, Until: t0.Add(3 * time.Second)}
-	from := t0.Add(time.Second)
-	now := t0.Add(2 * time.Second)
-	rep := func(id string, slots int, at time.Duration) ReachReport {
-		return ReachReport{ID: id, Slots: slots, At: t0.Add(at), Until: t0.Add(at + 3*time.Second)}
+// Shards of a 3-primary cluster, as slot sets.
+var (
+	allSlots = [][2]int{{0, 16383}}
+	noP1     = [][2]int{{5461, 16383}}                 // cut off from the first primary
+	noP2     = [][2]int{{0, 5460}, {10923, 16383}}     // from the second
+	noP1P2   = [][2]int{{10923, 16383}}                // from both
+	p1p2     = [][2]int{{0, 10922}}                    // cut off from the third
+	someNoP1 = [][2]int{{5461, 10922}, {12000, 16383}} // less than noP1, within it
+)
+
+func TestSlotSets(t *testing.T) {
+	all, a, b := SlotSetOf(allSlots), SlotSetOf(noP1), SlotSetOf(noP2)
+	if all.Len() != 16384 || a.Len() != 10923 || SlotSetOf(nil).Len() != 0 {
+		t.Fatalf("Len: %d %d %d", all.Len(), a.Len(), SlotSetOf(nil).Len())
 	}
 	tests := []struct {
 		name   string
-		others []ReachReport
-		want   string // the ID outreaching mine, "" for none
+		s, o   SlotSet
+		strict bool
 	}{
-		{"alone", nil, ""},
-		{"my own report", []ReachReport{rep("me", 16384, 1500*time.Millisecond)}, ""},
-		{"another reaches as much", []ReachReport{rep("b", 10923, 1500*time.Millisecond)}, ""},
-		{"another reaches less", []ReachReport{rep("b", 5461, 1500*time.Millisecond)}, ""},
-		{"another reaches more, measured after mine fell", []ReachReport{rep("b", 16384, 1500*time.Millisecond)}, "b"},
-		{"measured before mine fell: it may predate the failure", []ReachReport{rep("b", 16384, 500*time.Millisecond)}, ""},
-		{"ran out", []ReachReport{rep("b", 16384, -1500*time.Millisecond)}, ""},
-		{"the one that reaches most", []ReachReport{rep("b", 13000, 1100*time.Millisecond), rep("c", 16384, 1200*time.Millisecond), rep("d", 12000, 1300*time.Millisecond)}, "c"},
+		{"all holds a part", all, a, true},
+		{"a set does not strictly hold itself", a, a, false},
+		{"a part does not hold all", a, all, false},
+		{"two cuts, neither holds the other", a, b, false},
+		{"and the other way", b, a, false},
+		{"a set holds a smaller one within it", a, SlotSetOf(someNoP1), true},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got := outreached(mine, from, tt.others, now)
-			if id := func() string {
-				if got == nil {
-					return ""
-				}
-				return got.ID
-			}(); id != tt.want {
-				t.Errorf("outreached = %q, want %q", id, tt.want)
-			}
-		})
+		if got := tt.s.StrictlyContains(tt.o); got != tt.strict {
+			t.Errorf("%s: StrictlyContains = %v", tt.name, got)
+		}
 	}
+	for _, s := range []SlotSet{all, a, b, SlotSetOf(nil), SlotSetOf([][2]int{{7, 7}, {9, 12}})} {
+		back, err := ParseSlotSet(s.String())
+		if err != nil || back != s {
+			t.Errorf("ParseSlotSet(%q) = %s, %v", s.String(), back, err)
+		}
+	}
+	if got := b.String(); got != "0-5460,10923-16383" {
+		t.Errorf("String = %q", got)
+	}
+	for _, bad := range []string{"", "x", "5-3", "0-16384", "-1", "1,", "1-2-3"} {
+		if _, err := ParseSlotSet(bad); err == nil {
+			t.Errorf("ParseSlotSet(%q) accepted", bad)
+		}
+	}
+}
+
+func FuzzParseSlotSet(f *testing.F) {
+	for _, s := range []string{"-", "0-16383", "0-5460,10923-16383", "7,9-12", "5-3", ""} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, v string) {
+		s, err := ParseSlotSet(v)
+		if err != nil {
+			return
+		}
+		back, err := ParseSlotSet(s.String())
+		if err != nil || back != s {
+			t.Fatalf("%q parsed to %s, which reads back as %s, %v", v, s, back, err)
+		}
+	})
 }
 
 // reachStore keeps reports in memory, as every shard would.
 type reachStore struct {
+	mu      sync.Mutex
 	reports map[string]ReachReport
 	down    bool
 }
 
 func (s *reachStore) ReportReach(_ context.Context, r ReachReport) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	if s.down {
 		return errDown
 	}
@@ -61,6 +91,8 @@ func (s *reachStore) ReportReach(_ context.Context, r ReachReport) error {
 }
 
 func (s *reachStore) Reaches(_ context.Context, now time.Time) ([]ReachReport, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	if s.down {
 		return nil, errDown
 	}
@@ -73,89 +105,221 @@ func (s *reachStore) Reaches(_ context.Context, now time.Time) ([]ReachReport, e
 	return out, nil
 }
 
-type prober struct{ slots int }
-
-func (p *prober) ReachPrimaries(context.Context) (int, int, error) {
-	if p.slots < 16384 {
-		return p.slots, 16384, errors.New("primary x: unreachable")
-	}
-	return p.slots, 16384, nil
+func (s *reachStore) ForgetReach(_ context.Context, id string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.reports, id)
+	return nil
 }
 
-// Two instances take turns, a second apart, as their loops do. One cut
-// off from a primary the other reaches is behind from the other's first
-// probe after its fall; both cut off alike, neither is; and the one
-// behind is itself again once its path is back.
-func TestAnInstanceIsBehindOnlyWhileAnotherReachesWhatItDoesNot(t *testing.T) {
-	now := time.Unix(1_000, 0)
-	clock := func() time.Time { return now }
+// prober reaches what it is set to; Refresh moves it to after, when set
+// (its view of the cluster catching up with a failover).
+type prober struct {
+	reach, after [][2]int
+	refreshed    int
+}
+
+func (p *prober) ReachPrimaries(context.Context) ([][2]int, error) { return p.reach, nil }
+func (p *prober) Refresh(context.Context) error {
+	p.refreshed++
+	if p.after != nil {
+		p.reach, p.after = p.after, nil
+	}
+	return nil
+}
+
+// fleetOf is instances taking turns, spread over each second as their
+// loops are, on one test clock.
+type fleetOf struct {
+	now     time.Time
+	store   *reachStore
+	probers map[string]*prober
+	reaches map[string]*Reach
+	order   []string
+}
+
+func newFleetOf(ids ...string) *fleetOf {
+	f := &fleetOf{now: time.Unix(1_000, 0), store: &reachStore{reports: map[string]ReachReport{}},
+		probers: map[string]*prober{}, reaches: map[string]*Reach{}, order: ids}
+	for _, id := range ids {
+		f.probers[id] = &prober{reach: allSlots}
+		f.reaches[id] = NewReach(id, f.store, f.probers[id], func() time.Time { return f.now }, time.Second, slog.New(slog.DiscardHandler))
+	}
+	return f
+}
+
+// round gives every instance one round, a second in all.
+func (f *fleetOf) round() {
+	step := time.Second / time.Duration(len(f.order))
+	for _, id := range f.order {
+		f.reaches[id].Round(context.Background())
+		f.now = f.now.Add(step)
+	}
+}
+
+func (f *fleetOf) rounds(n int) {
+	for range n {
+		f.round()
+	}
+}
+
+// behind lists the instances that are behind now.
+func (f *fleetOf) behind() []string {
+	var out []string
+	for _, id := range f.order {
+		if f.reaches[id].Behind() != nil {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+func (f *fleetOf) want(t *testing.T, what string, ids ...string) {
+	t.Helper()
+	if got := strings.Join(f.behind(), ","); got != strings.Join(ids, ",") {
+		t.Fatalf("%s: behind %q, want %q", what, got, strings.Join(ids, ","))
+	}
+}
+
+func TestAnInstanceCutOffFromAPrimaryTheOthersReachIsBehind(t *testing.T) {
+	f := newFleetOf("a", "b")
+	f.round()
+	f.want(t, "every primary reached")
+	f.probers["a"].reach = noP1
+	f.round()
+	f.want(t, "one round after a's cut: b's report is from before it")
+	f.rounds(behindAfter)
+	f.want(t, "a cut off from a primary b reaches", "a")
+	if err := f.reaches["a"].Behind(); err == nil || !strings.Contains(err.Error(), "instance b reaches the primaries of every slot this instance reaches (10923) and more (16384)") {
+		t.Errorf("Behind() = %v", err)
+	}
+	if f.reaches["a"].Slots() != 10923 {
+		t.Errorf("Slots() = %d", f.reaches["a"].Slots())
+	}
+	f.probers["a"].reach = allSlots
+	f.round()
+	f.want(t, "a's path back")
+}
+
+func TestInstancesThatLoseAPrimaryTogetherStayIn(t *testing.T) {
+	f := newFleetOf("a", "b", "c")
+	f.round()
+	for _, id := range f.order {
+		f.probers[id].reach = noP1
+	}
+	f.rounds(3)
+	f.want(t, "a primary down for all")
+	// After the failover, a reaches the new primary first; the others
+	// renew their view on seeing it, and are never behind.
+	f.probers["a"].reach = allSlots
+	f.probers["b"].after, f.probers["c"].after = allSlots, allSlots
+	for range 3 {
+		f.round()
+		f.want(t, "the others a round behind a's view of the failover")
+	}
+	if f.probers["b"].refreshed != 1 || f.probers["c"].refreshed != 1 {
+		t.Errorf("refreshes: b %d, c %d, want one each", f.probers["b"].refreshed, f.probers["c"].refreshed)
+	}
+}
+
+func TestTwoInstancesCutOffFromDifferentPrimariesAreNeitherBehind(t *testing.T) {
+	f := newFleetOf("a", "b", "c")
+	f.round()
+	f.probers["a"].reach, f.probers["b"].reach = noP1, noP2
+	f.rounds(behindAfter + 1)
+	f.want(t, "a and c: a behind c; b behind c", "a", "b")
+	f.probers["c"].reach = noP1P2 // c loses both
+	f.rounds(behindAfter + 1)
+	f.want(t, "a and b reach what the other does not, and more than c", "c")
+	f.probers["c"].reach = p1p2
+	f.rounds(3)
+	f.want(t, "each of the three reaches a primary another does not")
+}
+
+// The instance ahead goes: killed, its last report stops counting within
+// two rounds and a half; draining, it withdraws its reports at once.
+func TestAnInstanceThatGoesHoldsNoOtherOut(t *testing.T) {
+	tests := []struct {
+		name   string
+		goes   func(*Reach)
+		rounds int
+	}{
+		{"killed", func(r *Reach) { r.Quiet() }, 3},
+		{"draining", func(r *Reach) { _ = r.Withdraw(context.Background()) }, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFleetOf("a", "b")
+			f.round()
+			f.probers["a"].reach = noP1
+			f.rounds(behindAfter + 1)
+			f.want(t, "a cut off", "a")
+			tt.goes(f.reaches["b"])
+			f.order = []string{"a"}
+			f.rounds(tt.rounds)
+			f.want(t, "b gone")
+		})
+	}
+}
+
+func TestAReportFromTheFutureDoesNotCount(t *testing.T) {
+	f := newFleetOf("a", "b")
+	f.probers["a"].reach = noP1
+	f.store.reports["z"] = ReachReport{ID: "z", Slots: SlotSetOf(allSlots), At: f.now.Add(10 * time.Second), Until: f.now.Add(13 * time.Second)}
+	f.rounds(behindAfter + 1)
+	f.want(t, "z's clock 10 s ahead; b behind nobody, a behind b", "a")
+	if got := f.reaches["a"].Behind(); got == nil || strings.Contains(got.Error(), "instance z") {
+		t.Errorf("a behind %v, want b", got)
+	}
+}
+
+func TestAStoreThatStopsAnsweringLeavesTheJudgementUntilItLapses(t *testing.T) {
+	f := newFleetOf("a", "b")
+	f.round()
+	f.probers["a"].reach = noP1
+	f.rounds(behindAfter + 1)
+	f.want(t, "a cut off", "a")
+	f.store.mu.Lock()
+	f.store.down = true
+	f.store.mu.Unlock()
+	f.reaches["a"].Round(context.Background())
+	f.want(t, "a's judgement at the first store failure", "a")
+	f.probers["a"].reach = allSlots
+	f.reaches["a"].Round(context.Background())
+	f.want(t, "a's path back, with nothing read: it has caught up with b's report")
+	f.probers["a"].reach = noP1
+	f.store.mu.Lock()
+	f.store.down = false
+	f.store.mu.Unlock()
+	f.rounds(behindAfter + 1)
+	f.want(t, "cut again", "a")
+	f.store.mu.Lock()
+	f.store.down = true
+	f.store.mu.Unlock()
+	f.now = f.now.Add(3 * time.Second)
+	f.reaches["a"].Round(context.Background())
+	f.want(t, "b's report no longer recent")
+}
+
+// blockingProber answers nothing until its context ends.
+type blockingProber struct{ prober }
+
+func (p *blockingProber) ReachPrimaries(ctx context.Context) ([][2]int, error) {
+	<-ctx.Done()
+	return nil, ctx.Err()
+}
+
+// Run ends when stopped, a round in progress included, and leaves no
+// goroutine behind (TestMain's goleak).
+func TestRunEndsWhenStoppedMidRound(t *testing.T) {
 	store := &reachStore{reports: map[string]ReachReport{}}
-	pa, pb := &prober{16384}, &prober{16384}
-	log := slog.New(slog.DiscardHandler)
-	a := NewReach("a", store, pa, clock, time.Second, log)
-	b := NewReach("b", store, pb, clock, time.Second, log)
-	round := func() {
-		a.Round(context.Background())
-		now = now.Add(500 * time.Millisecond)
-		b.Round(context.Background())
-		now = now.Add(500 * time.Millisecond)
-	}
-	round()
-	if a.Behind() != nil || b.Behind() != nil {
-		t.Fatalf("behind with every primary reached: %v, %v", a.Behind(), b.Behind())
-	}
-
-	pa.slots = 10923 // a's path to one primary is cut
-	round()
-	if err := a.Behind(); err != nil {
-		t.Fatalf("a is behind on b's report from before it fell: %v", err)
-	}
-	round()
-	if err := a.Behind(); err == nil || !strings.Contains(err.Error(), "10923 slots, and instance b reaches 16384") {
-		t.Fatalf("a, cut off from a primary b reaches: Behind() = %v", err)
-	}
-	if b.Behind() != nil {
-		t.Fatalf("b is behind: %v", b.Behind())
-	}
-	if a.Slots() != 10923 {
-		t.Errorf("a.Slots() = %d", a.Slots())
-	}
-
-	pb.slots = 10923 // and now b's too: the primary is down for both
-	round()
-	round()
-	if a.Behind() != nil || b.Behind() != nil {
-		t.Fatalf("behind while both reach alike: %v, %v", a.Behind(), b.Behind())
-	}
-
-	pb.slots = 16384 // the primary is back for b only
-	round()
-	round()
-	if a.Behind() == nil {
-		t.Fatal("a not behind b again")
-	}
-	pa.slots = 16384
-	round()
-	if err := a.Behind(); err != nil {
-		t.Fatalf("a behind with its path back: %v", err)
-	}
-
-	// A store that stops answering: the judgement rests on the last
-	// report read, and ends with it.
-	pa.slots = 10923
-	round()
-	round()
-	if a.Behind() == nil {
-		t.Fatal("a not behind b")
-	}
-	store.down = true
-	a.Round(context.Background())
-	if a.Behind() == nil {
-		t.Fatal("a's judgement dropped at the first store failure")
-	}
-	now = now.Add(4 * time.Second)
-	a.Round(context.Background())
-	if err := a.Behind(); err != nil {
-		t.Fatalf("a behind on a report that ran out: %v", err)
+	r := NewReach("a", store, &blockingProber{}, time.Now, time.Hour, slog.New(slog.DiscardHandler))
+	stop, done := make(chan struct{}), make(chan struct{})
+	go func() { r.Run(stop); close(done) }()
+	close(stop)
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Run still running 10 s after stop, in a round of an hour")
 	}
 }

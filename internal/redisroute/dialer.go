@@ -20,7 +20,7 @@ func Dialer(source netip.Addr, timeout time.Duration, tlsConfig *tls.Config) fun
 	}
 	d := &net.Dialer{
 		Timeout:   timeout,
-		LocalAddr: &net.TCPAddr{IP: source.AsSlice()},
+		LocalAddr: net.TCPAddrFromAddrPort(netip.AddrPortFrom(source, 0)), // keeps an IPv6 zone
 		// go-redis's default keep-alive (options.go, defaultKeepAliveConfig).
 		KeepAliveConfig: net.KeepAliveConfig{Enable: true, Idle: 30 * time.Second, Interval: 5 * time.Second, Count: 3},
 	}

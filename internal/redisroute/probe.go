@@ -5,6 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"sync"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // ProbeShards reads one key on every shard, through the read policy, and
@@ -26,35 +29,45 @@ func (r *Router) ProbeShards(ctx context.Context) (answered int, err error) {
 	return answered, errors.Join(errs...)
 }
 
-// ReachPrimaries reads one key from every shard's primary (never a
-// replica) and returns how many of the cluster's slots are served by a
-// primary that answered, of the slots the topology covers, with an error
-// naming the primaries that did not: how much of the cluster this process
-// can write to. Compared with other instances' (fleet.Reach), it tells a
-// path of this instance's own that is cut from a node that is down.
-func (r *Router) ReachPrimaries(ctx context.Context) (reached, covered int, err error) {
+// ReachPrimaries pings every shard's primary over its probe connection,
+// apart from the requests' pools, fail-fast and ejection (so a busy
+// instance and an idle one judge alike), and returns the slot ranges
+// ([first, last]) whose primary answered, with an error naming those that
+// did not. Any answer counts, an error reply too (MISCONF, BUSY, LOADING:
+// the node's state, the same to every instance): it measures this
+// process's path to each primary. Compared with the other instances'
+// (fleet.Reach), it tells a path of this instance's own that is cut from
+// a node that is down.
+func (r *Router) ReachPrimaries(ctx context.Context) (reached [][2]int, err error) {
 	t := r.topo.Load()
-	cmds := make([]Cmd, len(t.shards))
+	answered := make([]bool, len(t.shards))
+	errs := make([]error, len(t.shards))
+	var wg sync.WaitGroup
 	for i, s := range t.shards {
-		k := keyOnShard(t, s, probePrefix)
-		cmds[i] = Cmd{Args: []any{"EXISTS", k}, Key: k, Fresh: true}
+		wg.Go(func() {
+			perr := s.primary.probe.Ping(ctx).Err()
+			var reply redis.Error
+			answered[i] = perr == nil || errors.As(perr, &reply)
+			if !answered[i] {
+				errs[i] = fmt.Errorf("primary %s: %w", s.primary.addr, perr)
+			}
+		})
 	}
-	slots := map[*shard]int{}
-	for _, s := range t.slots {
-		if s != nil {
-			slots[s]++
-			covered++
+	wg.Wait()
+	ok := map[*shard]bool{}
+	for i, s := range t.shards {
+		ok[s] = answered[i]
+	}
+	for slot, s := range t.slots {
+		switch {
+		case s == nil || !ok[s]:
+		case len(reached) > 0 && reached[len(reached)-1][1] == slot-1:
+			reached[len(reached)-1][1] = slot
+		default:
+			reached = append(reached, [2]int{slot, slot})
 		}
 	}
-	var errs []error
-	for i, res := range r.Exec(ctx, cmds) {
-		if res.Err != nil {
-			errs = append(errs, fmt.Errorf("primary %s: %w", t.shards[i].primary.addr, res.Err))
-			continue
-		}
-		reached += slots[t.shards[i]]
-	}
-	return reached, covered, errors.Join(errs...)
+	return reached, errors.Join(errs...)
 }
 
 // ShardKeys returns, for every shard of the current topology, a key

@@ -15,18 +15,27 @@ import (
 // The instances' reach (fleet.Reach), one copy on every shard so that an
 // instance that reaches any shard reads everyone's:
 //
-//	apollo:fleet:reach:{n}   hash   instance → "<slots> <at ms> <until ms>"
+//	apollo:fleet:reach:{n}   hash   instance → "<slot ranges> <at ms> <until ms>"
+//
+// A hash no instance writes any more (its shard's key changed with a
+// reshard) expires after reachKeyLife.
 const reachPrefix = "apollo:fleet:reach:"
 
-// reachScript sets field ARGV[1] to ARGV[2] and drops the fields whose
-// report ran out before ARGV[3] (ms).
+const reachKeyLife = time.Minute
+
+// reachScript sets field ARGV[1] to ARGV[2], drops the fields whose report
+// ran out by the node's clock (not the writer's: a writer whose clock is
+// far ahead would drop everyone's), and keeps the hash ARGV[3] ms.
 const reachScript = `
 redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local all = redis.call('HGETALL', KEYS[1])
 for i = 1, #all, 2 do
   local ends = tonumber(string.match(all[i + 1], '(%d+)$'))
-  if ends == nil or ends < tonumber(ARGV[3]) then redis.call('HDEL', KEYS[1], all[i]) end
+  if ends == nil or ends < now then redis.call('HDEL', KEYS[1], all[i]) end
 end
+redis.call('PEXPIRE', KEYS[1], ARGV[3])
 return 1
 `
 
@@ -52,10 +61,10 @@ var _ fleet.ReachStore = (*Reaches)(nil)
 // ReportReach implements fleet.ReachStore: written on every shard; an
 // error only when no shard took it.
 func (s *Reaches) ReportReach(ctx context.Context, r fleet.ReachReport) error {
-	val := fmt.Sprintf("%d %d %d", r.Slots, r.At.UnixMilli(), r.Until.UnixMilli())
+	val := fmt.Sprintf("%s %d %d", r.Slots, r.At.UnixMilli(), r.Until.UnixMilli())
 	var cmds []redisroute.Cmd
 	for _, k := range s.r.ShardKeys(reachPrefix) {
-		cmds = append(cmds, s.report.cmd(k, r.ID, val, r.At.UnixMilli()))
+		cmds = append(cmds, s.report.cmd(k, r.ID, val, reachKeyLife.Milliseconds()))
 	}
 	var errs []error
 	for _, res := range s.report.exec(ctx, s.r, cmds) {
@@ -65,6 +74,16 @@ func (s *Reaches) ReportReach(ctx context.Context, r fleet.ReachReport) error {
 		errs = append(errs, storeErr(res.Err))
 	}
 	return errors.Join(errs...)
+}
+
+// ForgetReach implements fleet.ReachStore: from every shard; an error
+// when some shard did not take it (its copy runs out with its Until).
+func (s *Reaches) ForgetReach(ctx context.Context, id string) error {
+	var cmds []redisroute.Cmd
+	for _, k := range s.r.ShardKeys(reachPrefix) {
+		cmds = append(cmds, redisroute.Write("HDEL", k, id))
+	}
+	return storeErr(s.r.Exec(ctx, cmds).Err())
 }
 
 // Reaches implements fleet.ReachStore: each instance's latest report, from
@@ -109,15 +128,19 @@ func parseReach(id, raw string) (fleet.ReachReport, error) {
 	if len(f) != 3 {
 		return fleet.ReachReport{}, fmt.Errorf("reach report %q: want 3 fields", raw)
 	}
-	var n [3]int64
-	for i, s := range f {
+	slots, err := fleet.ParseSlotSet(f[0])
+	if err != nil {
+		return fleet.ReachReport{}, fmt.Errorf("reach report %q: %w", raw, err)
+	}
+	var n [2]int64
+	for i, s := range f[1:] {
 		v, err := strconv.ParseInt(s, 10, 64)
 		if err != nil {
 			return fleet.ReachReport{}, fmt.Errorf("reach report %q: %w", raw, err)
 		}
 		n[i] = v
 	}
-	return fleet.ReachReport{ID: id, Slots: int(n[0]), At: time.UnixMilli(n[1]), Until: time.UnixMilli(n[2])}, nil
+	return fleet.ReachReport{ID: id, Slots: slots, At: time.UnixMilli(n[0]), Until: time.UnixMilli(n[1])}, nil
 }
 
 // hashOf is an HGETALL reply (RESP2: field, value, …) as a map.

@@ -19,11 +19,12 @@ func TestReachReportsAreKeptOnEveryShardUntilTheyRunOut(t *testing.T) {
 	s := redisstore.NewReaches(r)
 	ctx := context.Background()
 	now := time.UnixMilli(time.Now().UnixMilli())
+	all, two := fleet.SlotSetOf([][2]int{{0, 16383}}), fleet.SlotSetOf([][2]int{{0, 5460}, {10923, 16383}})
 	reports := []fleet.ReachReport{
-		{ID: "gone", Slots: 5461, At: now.Add(-5 * time.Second), Until: now.Add(-2 * time.Second)},
-		{ID: "a", Slots: 16384, At: now.Add(-2 * time.Second), Until: now.Add(time.Second)},
-		{ID: "a", Slots: 10923, At: now.Add(-time.Second), Until: now.Add(2 * time.Second)}, // a's latest
-		{ID: "b", Slots: 16384, At: now, Until: now.Add(3 * time.Second)},
+		{ID: "gone", Slots: fleet.SlotSetOf([][2]int{{5461, 10922}}), At: now.Add(-5 * time.Second), Until: now.Add(-2 * time.Second)},
+		{ID: "a", Slots: all, At: now.Add(-2 * time.Second), Until: now.Add(time.Second)},
+		{ID: "a", Slots: two, At: now.Add(-time.Second), Until: now.Add(2 * time.Second)}, // a's latest
+		{ID: "b", Slots: all, At: now, Until: now.Add(3 * time.Second)},
 	}
 	for _, rep := range reports {
 		if err := s.ReportReach(ctx, rep); err != nil {
@@ -41,11 +42,12 @@ func TestReachReportsAreKeptOnEveryShardUntilTheyRunOut(t *testing.T) {
 	for _, g := range got {
 		w := want[g.ID]
 		if g.Slots != w.Slots || !g.At.Equal(w.At) || !g.Until.Equal(w.Until) {
-			t.Errorf("report of %s = %+v, want %+v", g.ID, g, w)
+			t.Errorf("report of %s = %s %v %v, want %s %v %v", g.ID, g.Slots, g.At, g.Until, w.Slots, w.At, w.Until)
 		}
 	}
 	// Each shard holds them all, and no longer the one that ran out
-	// (dropped by the reports written after it ended).
+	// (dropped by the reports written after it ended, by the node's
+	// clock), and lets the hash expire if nobody writes it again.
 	keys := r.ShardKeys("apollo:fleet:reach:")
 	if len(keys) != 3 {
 		t.Fatalf("ShardKeys = %v, want one per shard of 3", keys)
@@ -55,5 +57,17 @@ func TestReachReportsAreKeptOnEveryShardUntilTheyRunOut(t *testing.T) {
 		if n, _ := res.Val.(int64); res.Err != nil || n != 2 {
 			t.Errorf("%s holds %v reports (%v), want 2: a and b", k, res.Val, res.Err)
 		}
+		ttl := r.Exec(ctx, []redisroute.Cmd{{Args: []any{"PTTL", k}, Key: k, Fresh: true}})[0]
+		if ms, _ := ttl.Val.(int64); ttl.Err != nil || ms <= 0 || ms > time.Minute.Milliseconds() {
+			t.Errorf("%s expires in %v ms (%v), want within a minute", k, ttl.Val, ttl.Err)
+		}
+	}
+	// An instance that drains withdraws its reports from every shard.
+	if err := s.ForgetReach(ctx, "b"); err != nil {
+		t.Fatal(err)
+	}
+	got, err = s.Reaches(ctx, now)
+	if err != nil || len(got) != 1 || got[0].ID != "a" {
+		t.Errorf("after b withdrew: %+v, %v; want a's alone", got, err)
 	}
 }
