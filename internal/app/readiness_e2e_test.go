@@ -136,42 +136,51 @@ func startInstancesOwnAddrs(t *testing.T, c *localcluster.Cluster, n int) (admin
 	return admins, hosts
 }
 
-// A primary that crashes is lost to every instance alike, and its
-// replacement is found by one instance before the other: neither is ever
-// taken out for it (the fleet least of all), as readiness compares the
-// instances' reach. A reviewer expected the one that found the new
+// A primary that crashes or hangs is lost to every instance alike, and
+// its replacement is found by one instance before the other: neither is
+// ever taken out for it (the fleet least of all), as readiness compares
+// the instances' reach. A reviewer expected the one that found the new
 // primary first to take the others out.
 func TestAFailoverTakesNoInstanceOut(t *testing.T) {
-	c := clustertest.Start(t, func(cfg *localcluster.Config) { cfg.OwnAddrs, cfg.NodeTimeout = true, time.Second })
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	admins, _ := startInstancesOwnAddrs(t, c, 2)
-	old := c.Primary(ctx, 0)
-	time.Sleep(2 * time.Second) // a round of reports from each
-	if err := old.Kill(); err != nil {
-		t.Fatal(err)
-	}
-	var out [2]int
-	var polls int
-	var settled time.Time // 5 s after a replica took over
-	for ; settled.IsZero() || time.Now().Before(settled); time.Sleep(100 * time.Millisecond) {
-		if settled.IsZero() {
-			if p := c.Primary(ctx, 0); p != nil && p != old {
-				settled = time.Now().Add(5 * time.Second)
+	for _, fault := range []string{"killed", "hung"} {
+		t.Run(fault, func(t *testing.T) {
+			c := clustertest.Start(t, func(cfg *localcluster.Config) { cfg.OwnAddrs, cfg.NodeTimeout = true, time.Second })
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			admins, _ := startInstancesOwnAddrs(t, c, 2)
+			old := c.Primary(ctx, 0)
+			time.Sleep(2 * time.Second) // a round of reports from each
+			fail := old.Kill
+			if fault == "hung" {
+				fail = old.Pause
+				t.Cleanup(func() { old.Resume() })
 			}
-			if ctx.Err() != nil {
-				t.Fatal("no replica took over within a minute")
+			if err := fail(); err != nil {
+				t.Fatal(err)
 			}
-		}
-		polls++
-		for i, a := range admins {
-			if get(t, a+"/readyz") != 200 {
-				out[i]++
+			var out [2]int
+			var polls int
+			var settled time.Time // 5 s after a replica took over
+			for ; settled.IsZero() || time.Now().Before(settled); time.Sleep(100 * time.Millisecond) {
+				if settled.IsZero() {
+					if p := c.Primary(ctx, 0); p != nil && p != old {
+						settled = time.Now().Add(5 * time.Second)
+					}
+					if ctx.Err() != nil {
+						t.Fatal("no replica took over within a minute")
+					}
+				}
+				polls++
+				for i, a := range admins {
+					if get(t, a+"/readyz") != 200 {
+						out[i]++
+					}
+				}
 			}
-		}
-	}
-	t.Logf("%d polls through the failover: /readyz not 200 in %d and %d", polls, out[0], out[1])
-	if out[0] > 0 || out[1] > 0 {
-		t.Errorf("an instance was taken out for a primary every instance lost: %v of %d polls", out, polls)
+			t.Logf("%d polls through the failover: /readyz not 200 in %d and %d", polls, out[0], out[1])
+			if out[0] > 0 || out[1] > 0 {
+				t.Errorf("an instance was taken out for a primary every instance lost: %v of %d polls", out, polls)
+			}
+		})
 	}
 }

@@ -30,11 +30,12 @@ type ReachStore interface {
 }
 
 // ReachProber measures this instance's reach: the slot ranges served by
-// a primary that answers it. Refresh renews its view of the cluster (which
-// node serves which slots), as after a failover it has not seen yet.
+// a primary that answers it. RequestRefresh asks, without waiting, for a
+// new view of the cluster (which node serves which slots), as after a
+// failover it has not seen yet.
 type ReachProber interface {
 	ReachPrimaries(ctx context.Context) ([][2]int, error)
-	Refresh(ctx context.Context) error
+	RequestRefresh()
 }
 
 // Reach tells a path of this instance's own that is cut (a route, a
@@ -57,9 +58,13 @@ type Reach struct {
 	mine   ReachReport
 	since  time.Time    // when the probe that found mine fallen ended
 	ahead  *ReachReport // another instance's report that outreached mine
+	judged time.Time    // when ahead was last judged
 	rounds int          // rounds in a row that found one
 	probed bool
-	quiet  bool // reports no more (draining, stopped)
+	// writing is held across the check of quiet and the write, so that
+	// no report is written after Withdraw deleted them.
+	writing sync.Mutex
+	quiet   bool // reports no more (draining, stopped); under mu
 }
 
 // NewReach returns the reach of instance id, measured every `every` on
@@ -81,11 +86,12 @@ const (
 )
 
 // recent reports whether a report begun at is recent enough to judge by at
-// now: from another's last round (a dead or frozen instance's stops
-// counting within a round and a half), and not from the future (a clock
-// far ahead).
+// now: from another's last round or the one before (a report is written
+// up to a round after its probe began, and read up to a round after
+// that), so a dead or frozen instance's stops counting within two rounds
+// and a half; and not from the future (a clock far ahead).
 func (r *Reach) recent(at, now time.Time) bool {
-	return !at.Before(now.Add(-r.every*3/2)) && !at.After(now.Add(r.every))
+	return !at.Before(now.Add(-r.every*5/2)) && !at.After(now.Add(r.every))
 }
 
 // Run measures, reports and compares every `every` until stop is closed.
@@ -124,17 +130,23 @@ func (r *Reach) Round(ctx context.Context) {
 	rctx, cancel := context.WithTimeout(ctx, r.every/4)
 	others, rerr := r.store.Reaches(rctx, r.now())
 	cancel()
-	if !r.isQuiet() {
-		wctx, cancel := context.WithTimeout(ctx, r.every/4)
-		if werr := r.store.ReportReach(wctx, mine); werr != nil {
-			r.log.Debug("report this instance's reach", "err", werr)
-		}
-		cancel()
-	}
+	r.report(ctx, mine)
 	if refresh := r.judge(mine, ended, others, rerr, err); refresh {
-		fctx, cancel := context.WithTimeout(ctx, r.every/2)
-		_ = r.prober.Refresh(fctx)
-		cancel()
+		r.prober.RequestRefresh()
+	}
+}
+
+// report writes mine, unless this instance has gone quiet.
+func (r *Reach) report(ctx context.Context, mine ReachReport) {
+	r.writing.Lock()
+	defer r.writing.Unlock()
+	if r.isQuiet() {
+		return
+	}
+	wctx, cancel := context.WithTimeout(ctx, r.every/4)
+	defer cancel()
+	if err := r.store.ReportReach(wctx, mine); err != nil {
+		r.log.Debug("report this instance's reach", "err", err)
 	}
 }
 
@@ -152,33 +164,45 @@ func (r *Reach) judge(mine ReachReport, ended time.Time, others []ReachReport, r
 	if rerr != nil {
 		// Nothing to compare with: the judgement of the round before
 		// stands until its report is no longer recent, or mine has
-		// caught up with it.
-		if r.ahead != nil && (!r.recent(r.ahead.At, now) || mine.Slots.Contains(r.ahead.Slots)) {
+		// caught up with it; one not made yet starts over.
+		r.rounds = 0
+		if r.ahead != nil && r.recent(r.ahead.At, now) && !mine.Slots.Contains(r.ahead.Slots) {
+			r.judged = now
+		} else {
 			r.setAhead(nil, probeErr)
 		}
 		return false
 	}
-	a := r.outreached(mine, others, now)
-	if a == nil {
+	// Reports from before mine fell are left out of a new judgement, not
+	// of one already made: a behind instance that loses more (a second
+	// path, a primary down for all) is still behind those that reach it.
+	a, anyTime := r.outreached(mine, others, now, r.since), r.outreached(mine, others, now, time.Time{})
+	switch {
+	case r.ahead != nil && anyTime != nil:
+		a = anyTime
+	case a != nil:
+		r.rounds++
+		if r.rounds < behindAfter {
+			a = nil
+		}
+	case anyTime != nil:
+		// Only reports from before the fall: wait for later ones.
+	default:
 		r.rounds = 0
-		r.setAhead(nil, probeErr)
-		return false
 	}
-	r.rounds++
-	if r.rounds >= behindAfter {
-		r.setAhead(a, probeErr)
-	}
-	return true
+	r.setAhead(a, probeErr)
+	r.judged = now
+	return anyTime != nil
 }
 
 // outreached returns the recent report of another instance whose slots
-// strictly contain mine, from a probe begun after mine fell (one from
-// before may predate a failure that a later probe would have met too):
-// the one that reached most, or nil. Under mu.
-func (r *Reach) outreached(mine ReachReport, others []ReachReport, now time.Time) *ReachReport {
+// strictly contain mine, from a probe begun at since or later (one begun
+// before mine fell may predate a failure that a later probe would have
+// met too): the one that reached most, or nil. Under mu.
+func (r *Reach) outreached(mine ReachReport, others []ReachReport, now, since time.Time) *ReachReport {
 	var best *ReachReport
 	for i, o := range others {
-		if o.ID == mine.ID || !r.recent(o.At, now) || o.At.Before(r.since) || !o.Slots.StrictlyContains(mine.Slots) {
+		if o.ID == mine.ID || !r.recent(o.At, now) || o.At.Before(since) || !o.Slots.StrictlyContains(mine.Slots) {
 			continue
 		}
 		if best == nil || o.Slots.Len() > best.Slots.Len() {
@@ -213,9 +237,9 @@ func (r *Reach) Slots() int {
 func (r *Reach) Behind() error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	// A round later than recent allows: the judgement is renewed once a
-	// round, and must not lapse between two.
-	if r.ahead == nil || r.ahead.At.Before(r.now().Add(-r.every*5/2)) {
+	// The judgement is renewed once a round; one not renewed for two
+	// (the loop stopped, or stuck) lapses.
+	if r.ahead == nil || r.now().After(r.judged.Add(2*r.every)) {
 		return nil
 	}
 	return fmt.Errorf("instance %s reaches the primaries of every slot this instance reaches (%d) and more (%d): this instance's path to a primary is cut",
@@ -239,6 +263,8 @@ func (r *Reach) Quiet() {
 // Withdraw stops reporting and withdraws this instance's reports at once:
 // one that drains or stops is no instance for the others to be behind.
 func (r *Reach) Withdraw(ctx context.Context) error {
+	r.writing.Lock()
+	defer r.writing.Unlock()
 	r.Quiet()
 	return r.store.ForgetReach(ctx, r.id)
 }

@@ -120,12 +120,11 @@ type prober struct {
 }
 
 func (p *prober) ReachPrimaries(context.Context) ([][2]int, error) { return p.reach, nil }
-func (p *prober) Refresh(context.Context) error {
+func (p *prober) RequestRefresh() {
 	p.refreshed++
 	if p.after != nil {
 		p.reach, p.after = p.after, nil
 	}
-	return nil
 }
 
 // fleetOf is instances taking turns, spread over each second as their
@@ -201,6 +200,28 @@ func TestAnInstanceCutOffFromAPrimaryTheOthersReachIsBehind(t *testing.T) {
 	f.want(t, "a's path back")
 }
 
+// A behind instance that loses more (a second path, or a primary down for
+// every instance) stays behind those that reach what it does not: its
+// fall leaves out the reports from before it only for a new judgement. A
+// reviewer found the first version letting it back in for three rounds.
+func TestABehindInstanceThatLosesMoreStaysBehind(t *testing.T) {
+	f := newFleetOf("a", "b")
+	f.round()
+	f.probers["a"].reach = noP1
+	f.rounds(behindAfter + 1)
+	f.want(t, "a cut off from P1", "a")
+	f.probers["a"].reach = noP1P2
+	for range 3 {
+		f.round()
+		f.want(t, "a cut off from P2 too", "a")
+	}
+	f.probers["b"].reach = noP2 // P2 down for both: a still lacks P1
+	for range 3 {
+		f.round()
+		f.want(t, "P2 down for all", "a")
+	}
+}
+
 func TestInstancesThatLoseAPrimaryTogetherStayIn(t *testing.T) {
 	f := newFleetOf("a", "b", "c")
 	f.round()
@@ -217,8 +238,8 @@ func TestInstancesThatLoseAPrimaryTogetherStayIn(t *testing.T) {
 		f.round()
 		f.want(t, "the others a round behind a's view of the failover")
 	}
-	if f.probers["b"].refreshed != 1 || f.probers["c"].refreshed != 1 {
-		t.Errorf("refreshes: b %d, c %d, want one each", f.probers["b"].refreshed, f.probers["c"].refreshed)
+	if f.probers["b"].refreshed == 0 || f.probers["c"].refreshed == 0 {
+		t.Errorf("refreshes: b %d, c %d, want some each", f.probers["b"].refreshed, f.probers["c"].refreshed)
 	}
 }
 
@@ -237,14 +258,14 @@ func TestTwoInstancesCutOffFromDifferentPrimariesAreNeitherBehind(t *testing.T) 
 }
 
 // The instance ahead goes: killed, its last report stops counting within
-// two rounds and a half; draining, it withdraws its reports at once.
+// three rounds and a half; draining, it withdraws its reports at once.
 func TestAnInstanceThatGoesHoldsNoOtherOut(t *testing.T) {
 	tests := []struct {
 		name   string
 		goes   func(*Reach)
 		rounds int
 	}{
-		{"killed", func(r *Reach) { r.Quiet() }, 3},
+		{"killed", func(r *Reach) { r.Quiet() }, 4},
 		{"draining", func(r *Reach) { _ = r.Withdraw(context.Background()) }, 1},
 	}
 	for _, tt := range tests {

@@ -22,6 +22,10 @@ type node struct {
 	// reads (restart.go), which must be asked all the same.
 	asks    *redis.Client
 	askPipe pipeliner // asks, except in tests
+	// reach pings the node for fleet readiness (ReachPrimaries): a
+	// connection of its own, which no other check's deadline closes, so a
+	// busy instance and an idle one find the same.
+	reach *redis.Client
 
 	ejected      atomic.Bool
 	behind       atomic.Bool  // a replica serving stale data; see replication.go
@@ -109,9 +113,12 @@ func newNode(addr string, cfg Config, m *metrics, connected func(*node, string) 
 	askOpt.DialTimeout = min(cfg.DialTimeout, cfg.StallAfter/2)
 	askOpt.Dialer = Dialer(cfg.SourceAddr, askOpt.DialTimeout, cfg.TLS)
 	n.asks = redis.NewClient(&askOpt)
+	reachOpt := probeOpt
+	reachOpt.OnConnect = nil // PING needs no READONLY
+	n.reach = redis.NewClient(&reachOpt)
 	// Errors before a connection's first reply say nothing was sent on it
 	// (setupconn.go).
-	for _, c := range []*redis.Client{n.client, n.probe, n.asks} {
+	for _, c := range []*redis.Client{n.client, n.probe, n.asks, n.reach} {
 		c.AddHook(setUpHook{})
 	}
 	n.askPipe = goRedisPipeliner{n.asks}
@@ -126,6 +133,7 @@ func (n *node) close() {
 	n.client.Close()
 	n.probe.Close()
 	n.asks.Close()
+	n.reach.Close()
 }
 
 // begin marks a request in flight.

@@ -29,15 +29,16 @@ func (r *Router) ProbeShards(ctx context.Context) (answered int, err error) {
 	return answered, errors.Join(errs...)
 }
 
-// ReachPrimaries pings every shard's primary over its probe connection,
-// apart from the requests' pools, fail-fast and ejection (so a busy
-// instance and an idle one judge alike), and returns the slot ranges
-// ([first, last]) whose primary answered, with an error naming those that
-// did not. Any answer counts, an error reply too (MISCONF, BUSY, LOADING:
-// the node's state, the same to every instance): it measures this
-// process's path to each primary. Compared with the other instances'
-// (fleet.Reach), it tells a path of this instance's own that is cut from
-// a node that is down.
+// ReachPrimaries pings every shard's primary over a connection kept for
+// it, apart from the requests' pools, fail-fast, ejection and the other
+// checks (so a busy instance and an idle one judge alike), and returns
+// the slot ranges ([first, last]) whose primary answered, with an error
+// naming those that did not. An answer that is the node's state counts
+// (MISCONF, BUSY, LOADING, OOM, and a greeting at maxclients: every
+// instance meets it alike); a refusal of this instance's credentials does
+// not. It measures this process's path to each primary: compared with the
+// other instances' (fleet.Reach), it tells a path of this instance's own
+// that is cut from a node that is down.
 func (r *Router) ReachPrimaries(ctx context.Context) (reached [][2]int, err error) {
 	t := r.topo.Load()
 	answered := make([]bool, len(t.shards))
@@ -45,9 +46,8 @@ func (r *Router) ReachPrimaries(ctx context.Context) (reached [][2]int, err erro
 	var wg sync.WaitGroup
 	for i, s := range t.shards {
 		wg.Go(func() {
-			perr := s.primary.probe.Ping(ctx).Err()
-			var reply redis.Error
-			answered[i] = perr == nil || errors.As(perr, &reply)
+			perr := s.primary.reach.Ping(ctx).Err()
+			answered[i] = nodeAnswered(perr)
 			if !answered[i] {
 				errs[i] = fmt.Errorf("primary %s: %w", s.primary.addr, perr)
 			}
@@ -69,6 +69,24 @@ func (r *Router) ReachPrimaries(ctx context.Context) (reached [][2]int, err erro
 	}
 	return reached, errors.Join(errs...)
 }
+
+// nodeAnswered reports whether err, from a PING, is an answer of the
+// node's own state rather than no answer or a refusal of this client.
+func nodeAnswered(err error) bool {
+	var reply redis.Error
+	switch {
+	case err == nil, isFull(err):
+		return true
+	case redis.IsAuthError(err), redis.IsPermissionError(err):
+		return false
+	default:
+		return errors.As(err, &reply)
+	}
+}
+
+// RequestRefresh asks for a new slot map, from the refresh loop, as an
+// error that suggests the map is old does.
+func (r *Router) RequestRefresh() { r.requestRefresh(refreshReach) }
 
 // ShardKeys returns, for every shard of the current topology, a key
 // prefix+"{n}" whose slot it serves: a record kept on every shard, so that

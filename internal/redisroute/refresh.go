@@ -19,6 +19,9 @@ const (
 	// A call failed fast on a primary that answers nothing: a failover
 	// may have replaced it.
 	refreshPrimaryStalled = "primary_stalled"
+	// Another instance reaches primaries this one does not (fleet.Reach):
+	// it may know of a failover this one has not seen.
+	refreshReach = "reach"
 )
 
 // requestRefresh asks the refresher for a new topology. It never blocks:
