@@ -173,6 +173,14 @@ func (f *fleetOf) behind() []string {
 	return out
 }
 
+// cutOffA cuts a off from P1, until it is behind.
+func (f *fleetOf) cutOffA(t *testing.T) {
+	t.Helper()
+	f.probers["a"].reach = noP1
+	f.rounds(behindAfter + 1)
+	f.want(t, "a cut off from P1", "a")
+}
+
 func (f *fleetOf) want(t *testing.T, what string, ids ...string) {
 	t.Helper()
 	if got := strings.Join(f.behind(), ","); got != strings.Join(ids, ",") {
@@ -207,9 +215,7 @@ func TestAnInstanceCutOffFromAPrimaryTheOthersReachIsBehind(t *testing.T) {
 func TestABehindInstanceThatLosesMoreStaysBehind(t *testing.T) {
 	f := newFleetOf("a", "b")
 	f.round()
-	f.probers["a"].reach = noP1
-	f.rounds(behindAfter + 1)
-	f.want(t, "a cut off from P1", "a")
+	f.cutOffA(t)
 	f.probers["a"].reach = noP1P2
 	for range 3 {
 		f.round()
@@ -272,9 +278,7 @@ func TestAnInstanceThatGoesHoldsNoOtherOut(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newFleetOf("a", "b")
 			f.round()
-			f.probers["a"].reach = noP1
-			f.rounds(behindAfter + 1)
-			f.want(t, "a cut off", "a")
+			f.cutOffA(t)
 			tt.goes(f.reaches["b"])
 			f.order = []string{"a"}
 			f.rounds(tt.rounds)
@@ -297,9 +301,7 @@ func TestAReportFromTheFutureDoesNotCount(t *testing.T) {
 func TestAStoreThatStopsAnsweringLeavesTheJudgementUntilItLapses(t *testing.T) {
 	f := newFleetOf("a", "b")
 	f.round()
-	f.probers["a"].reach = noP1
-	f.rounds(behindAfter + 1)
-	f.want(t, "a cut off", "a")
+	f.cutOffA(t)
 	f.store.mu.Lock()
 	f.store.down = true
 	f.store.mu.Unlock()
