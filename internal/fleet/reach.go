@@ -59,8 +59,13 @@ type Reach struct {
 	since  time.Time    // when the probe that found mine fallen ended
 	ahead  *ReachReport // another instance's report that outreached mine
 	judged time.Time    // when ahead was last judged
-	rounds int          // rounds in a row that found one
-	probed bool
+	// dropped is when a judgement ended because the report ahead lost
+	// what this instance lacked no more than it did (a primary down for
+	// all), while this instance still lacked what it had: a judgement
+	// made again soon after needs no new rounds (see judge).
+	dropped time.Time
+	rounds  int // rounds in a row that found one
+	probed  bool
 	// writing is held across the check of quiet and the write, so that
 	// no report is written after Withdraw deleted them.
 	writing sync.Mutex
@@ -166,7 +171,7 @@ func (r *Reach) judge(mine ReachReport, ended time.Time, others []ReachReport, r
 		// stands until its report is no longer recent, or mine has
 		// caught up with it; one not made yet starts over.
 		r.rounds = 0
-		if r.ahead != nil && r.recent(r.ahead.At, now) && !mine.Slots.Contains(r.ahead.Slots) {
+		if r.ahead != nil && r.recent(r.ahead.At, now) && r.ahead.Slots.StrictlyContains(mine.Slots) {
 			r.judged = now
 		} else {
 			r.setAhead(nil, probeErr)
@@ -177,8 +182,11 @@ func (r *Reach) judge(mine ReachReport, ended time.Time, others []ReachReport, r
 	// of one already made: a behind instance that loses more (a second
 	// path, a primary down for all) is still behind those that reach it.
 	a, anyTime := r.outreached(mine, others, now, r.since), r.outreached(mine, others, now, time.Time{})
+	// A judgement ended by a fault all met, between this probe and the
+	// other's, is made again at once: the instance was cut off before it.
+	again := !r.dropped.IsZero() && !now.After(r.dropped.Add(2*r.every))
 	switch {
-	case r.ahead != nil && anyTime != nil:
+	case (r.ahead != nil || again) && anyTime != nil:
 		a = anyTime
 	case a != nil:
 		r.rounds++
@@ -189,6 +197,12 @@ func (r *Reach) judge(mine ReachReport, ended time.Time, others []ReachReport, r
 		// Only reports from before the fall: wait for later ones.
 	default:
 		r.rounds = 0
+		if r.ahead != nil && !mine.Slots.Contains(r.ahead.Slots) {
+			r.dropped = now
+		}
+	}
+	if a != nil {
+		r.dropped = time.Time{}
 	}
 	r.setAhead(a, probeErr)
 	r.judged = now
@@ -239,7 +253,8 @@ func (r *Reach) Behind() error {
 	defer r.mu.Unlock()
 	// The judgement is renewed once a round; one not renewed for two
 	// (the loop stopped, or stuck) lapses.
-	if r.ahead == nil || r.now().After(r.judged.Add(2*r.every)) {
+	now := r.now()
+	if r.ahead == nil || now.After(r.judged.Add(2*r.every)) || !r.recent(r.ahead.At, now) {
 		return nil
 	}
 	return fmt.Errorf("instance %s reaches the primaries of every slot this instance reaches (%d) and more (%d): this instance's path to a primary is cut",

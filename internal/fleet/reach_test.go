@@ -117,9 +117,17 @@ func (s *reachStore) ForgetReach(_ context.Context, id string) error {
 type prober struct {
 	reach, after [][2]int
 	refreshed    int
+	during       func() // once, after a probe measured and before it returns
 }
 
-func (p *prober) ReachPrimaries(context.Context) ([][2]int, error) { return p.reach, nil }
+func (p *prober) ReachPrimaries(context.Context) ([][2]int, error) {
+	got := p.reach
+	if d := p.during; d != nil {
+		p.during = nil
+		d()
+	}
+	return got, nil
+}
 func (p *prober) RequestRefresh() {
 	p.refreshed++
 	if p.after != nil {
@@ -226,6 +234,46 @@ func TestABehindInstanceThatLosesMoreStaysBehind(t *testing.T) {
 		f.round()
 		f.want(t, "P2 down for all", "a")
 	}
+}
+
+// A primary all reach goes down between a behind instance's probe and
+// the other's, so the report it reads next neither contains its own nor
+// is contained: that round it is let in, and it is behind again the
+// round after, not four rounds later (a third review's sequence).
+func TestABehindInstanceIsBehindAgainAfterAFaultAllMetBetweenTwoProbes(t *testing.T) {
+	f := newFleetOf("a", "b")
+	f.round()
+	f.cutOffA(t)
+	f.probers["a"].during = func() { // P2 crashes while a's probe is out
+		f.probers["b"].reach = noP2
+		f.reaches["b"].Round(context.Background())
+		f.probers["a"].reach = noP1P2
+	}
+	f.reaches["a"].Round(context.Background())
+	f.now = f.now.Add(500 * time.Millisecond)
+	f.reaches["b"].Round(context.Background())
+	f.now = f.now.Add(500 * time.Millisecond)
+	for range 4 {
+		f.round()
+		f.want(t, "a still cut off from P1, which b reaches", "a")
+	}
+}
+
+// A store that cannot be read keeps a judgement only while its report
+// still strictly contains this instance's reach.
+func TestAJudgementKeptWithoutReadingEndsWhenItNoLongerHolds(t *testing.T) {
+	f := newFleetOf("a", "b")
+	f.round()
+	f.probers["a"].reach = [][2]int{{5461, 10922}} // P2 alone
+	f.probers["b"].reach = p1p2
+	f.rounds(behindAfter + 1)
+	f.want(t, "a reaches P2, b P1 and P2", "a")
+	f.store.mu.Lock()
+	f.store.down = true
+	f.store.mu.Unlock()
+	f.probers["a"].reach = [][2]int{{5461, 16383}} // P2 and P3: b no longer holds it
+	f.reaches["a"].Round(context.Background())
+	f.want(t, "a reaches P3, which b's last report lacks")
 }
 
 func TestInstancesThatLoseAPrimaryTogetherStayIn(t *testing.T) {

@@ -115,6 +115,11 @@ func newNode(addr string, cfg Config, m *metrics, connected func(*node, string) 
 	n.asks = redis.NewClient(&askOpt)
 	reachOpt := probeOpt
 	reachOpt.OnConnect = nil // PING needs no READONLY
+	// A ping a round needs one connection; the pool's size is the count of
+	// failed dials in a row after which go-redis stops dialling until a
+	// dial in the background succeeds (up to a second after the path is
+	// back). At 1 it would be one.
+	reachOpt.PoolSize = 64
 	n.reach = redis.NewClient(&reachOpt)
 	// Errors before a connection's first reply say nothing was sent on it
 	// (setupconn.go).

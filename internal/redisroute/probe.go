@@ -77,7 +77,7 @@ func nodeAnswered(err error) bool {
 	switch {
 	case err == nil, isFull(err):
 		return true
-	case redis.IsAuthError(err), redis.IsPermissionError(err):
+	case isRefusal(err):
 		return false
 	default:
 		return errors.As(err, &reply)
