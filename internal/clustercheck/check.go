@@ -58,7 +58,7 @@ func Run(ctx context.Context, opts Options) (Report, error) {
 
 func client(opts Options, addr string, readonly bool) *redis.Client {
 	o := &redis.Options{Addr: addr, Username: opts.Username, Password: opts.Password, TLSConfig: opts.TLS,
-		Dialer: redisroute.Dialer(opts.SourceAddr, opts.Timeout, opts.TLS), DialTimeout: opts.Timeout, ReadTimeout: opts.Timeout, WriteTimeout: opts.Timeout, MaxRetries: -1,
+		Dialer: redisroute.Dialer(opts.SourceAddr, opts.TLS), DialTimeout: opts.Timeout, ReadTimeout: opts.Timeout, WriteTimeout: opts.Timeout, MaxRetries: -1,
 		DialerRetries: 1, PoolSize: 1, Protocol: 2, DisableIdentity: true}
 	if readonly {
 		o.OnConnect = func(ctx context.Context, cn *redis.Conn) error { return cn.ReadOnly(ctx).Err() }

@@ -189,6 +189,15 @@ func (f *fleetOf) cutOffA(t *testing.T) {
 	f.want(t, "a cut off from P1", "a")
 }
 
+// wantEachRound gives n rounds and wants ids behind after each.
+func (f *fleetOf) wantEachRound(t *testing.T, n int, what string, ids ...string) {
+	t.Helper()
+	for range n {
+		f.round()
+		f.want(t, what, ids...)
+	}
+}
+
 func (f *fleetOf) want(t *testing.T, what string, ids ...string) {
 	t.Helper()
 	if got := strings.Join(f.behind(), ","); got != strings.Join(ids, ",") {
@@ -225,15 +234,9 @@ func TestABehindInstanceThatLosesMoreStaysBehind(t *testing.T) {
 	f.round()
 	f.cutOffA(t)
 	f.probers["a"].reach = noP1P2
-	for range 3 {
-		f.round()
-		f.want(t, "a cut off from P2 too", "a")
-	}
+	f.wantEachRound(t, 3, "a cut off from P2 too", "a")
 	f.probers["b"].reach = noP2 // P2 down for both: a still lacks P1
-	for range 3 {
-		f.round()
-		f.want(t, "P2 down for all", "a")
-	}
+	f.wantEachRound(t, 3, "P2 down for all", "a")
 }
 
 // A primary all reach goes down between a behind instance's probe and
@@ -249,14 +252,8 @@ func TestABehindInstanceIsBehindAgainAfterAFaultAllMetBetweenTwoProbes(t *testin
 		f.reaches["b"].Round(context.Background())
 		f.probers["a"].reach = noP1P2
 	}
-	f.reaches["a"].Round(context.Background())
-	f.now = f.now.Add(500 * time.Millisecond)
-	f.reaches["b"].Round(context.Background())
-	f.now = f.now.Add(500 * time.Millisecond)
-	for range 4 {
-		f.round()
-		f.want(t, "a still cut off from P1, which b reaches", "a")
-	}
+	f.round()
+	f.wantEachRound(t, 4, "a still cut off from P1, which b reaches", "a")
 }
 
 // A store that cannot be read keeps a judgement only while its report
@@ -288,10 +285,7 @@ func TestInstancesThatLoseAPrimaryTogetherStayIn(t *testing.T) {
 	// renew their view on seeing it, and are never behind.
 	f.probers["a"].reach = allSlots
 	f.probers["b"].after, f.probers["c"].after = allSlots, allSlots
-	for range 3 {
-		f.round()
-		f.want(t, "the others a round behind a's view of the failover")
-	}
+	f.wantEachRound(t, 3, "the others a round behind a's view of the failover")
 	if f.probers["b"].refreshed == 0 || f.probers["c"].refreshed == 0 {
 		t.Errorf("refreshes: b %d, c %d, want some each", f.probers["b"].refreshed, f.probers["c"].refreshed)
 	}

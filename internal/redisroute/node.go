@@ -77,7 +77,7 @@ func newNode(addr string, cfg Config, m *metrics, connected func(*node, string) 
 		Username:              cfg.Username,
 		Password:              cfg.Password,
 		TLSConfig:             cfg.TLS,
-		Dialer:                Dialer(cfg.SourceAddr, cfg.DialTimeout, cfg.TLS),
+		Dialer:                Dialer(cfg.SourceAddr, cfg.TLS),
 		DialTimeout:           cfg.DialTimeout,
 		ReadTimeout:           cfg.ReadTimeout,
 		WriteTimeout:          cfg.ReadTimeout,
@@ -111,7 +111,6 @@ func newNode(addr string, cfg Config, m *metrics, connected func(*node, string) 
 	// free (ErrPoolTimeout) is told apart from a node that is gone.
 	askOpt.PoolTimeout = cfg.StallAfter / 2
 	askOpt.DialTimeout = min(cfg.DialTimeout, cfg.StallAfter/2)
-	askOpt.Dialer = Dialer(cfg.SourceAddr, askOpt.DialTimeout, cfg.TLS)
 	n.asks = redis.NewClient(&askOpt)
 	reachOpt := probeOpt
 	reachOpt.OnConnect = nil // PING needs no READONLY

@@ -193,17 +193,21 @@ func Run(ctx context.Context, cfg Config) (h History, err error) {
 			err = errors.Join(err, in.Stop())
 		}
 	}()
+	// Each instance connects to Redis from an address of its own, so that
+	// instance-partition can cut one off (an older build without the flag
+	// connects from 127.0.0.1, and cannot be).
+	ownSource := len(supportedFlags(ctx, cfg.Bin, []string{"--redis-source-addr", "127.0.0.1"})) > 0
 	for i := range cfg.Instances {
-		// Each instance connects to Redis from an address of its own, so
-		// that instance-partition can cut one off (an older build without
-		// the flag connects from 127.0.0.1, and cannot be).
 		source, err := c.ClientHost(i)
 		if err != nil {
 			return h, err
 		}
-		own := supportedFlags(ctx, cfg.Bin, []string{"--redis-source-addr", source})
-		in := NewInstance(fmt.Sprintf("apollo-%d", i), cfg.Bin, append(slices.Clone(args), own...), &syncWriter{w: logs})
-		if len(own) > 0 {
+		inArgs := args
+		if ownSource {
+			inArgs = append(slices.Clone(args), "--redis-source-addr", source)
+		}
+		in := NewInstance(fmt.Sprintf("apollo-%d", i), cfg.Bin, inArgs, &syncWriter{w: logs})
+		if ownSource {
 			in.RedisSource = source
 		}
 		if err := in.Start(ctx); err != nil {
