@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -164,10 +165,21 @@ func batchGet(api string, body []byte) (int, batchAnswer, string) {
 
 func get(t *testing.T, url string) int {
 	t.Helper()
+	code, _ := getText(t, url)
+	return code
+}
+
+// getText is GET url's status and body.
+func getText(t *testing.T, url string) (int, string) {
+	t.Helper()
 	resp, err := http.Get(url)
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp.Body.Close()
-	return resp.StatusCode
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, strings.TrimSpace(string(body))
 }

@@ -2,8 +2,10 @@ package app_test
 
 import (
 	"context"
+	"fmt"
 	"net/netip"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -120,6 +122,42 @@ func TestAnInstanceCutOffFromAPrimaryOthersReachIsNotReady(t *testing.T) {
 // startInstancesOwnAddrs serves n instances on c, each connecting to
 // Redis from a client address of c's own, and returns their admin URLs and
 // those addresses.
+// A cluster that is down (a primary failed with no replica to take over,
+// or one not promoted yet, with cluster-require-full-coverage) answers
+// CLUSTERDOWN to every instance alike: each one's path and credentials
+// work, and none is taken out (the fleet would be, whole). CI found
+// /readyz 503 in TestAFailoverTakesNoInstanceOut for this.
+func TestAClusterThatIsDownForEveryInstanceLeavesItReady(t *testing.T) {
+	c := clustertest.Start(t, func(cfg *localcluster.Config) { cfg.NodeTimeout = time.Second })
+	_, _, admin := startApp(t, c)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for _, r := range c.Replicas(ctx, 0) {
+		if err := r.Client().ConfigSet(ctx, "cluster-replica-no-failover", "yes").Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := c.Primary(ctx, 0).Kill(); err != nil {
+		t.Fatal(err)
+	}
+	other := c.Primary(ctx, 1).Client()
+	for {
+		if err := other.Get(ctx, "k").Err(); err != nil && strings.HasPrefix(err.Error(), "CLUSTERDOWN") {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatal("the cluster not down within a minute of a primary's death with no failover")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	for range 10 {
+		if code, body := getText(t, admin+"/readyz"); code != 200 {
+			t.Fatalf("/readyz = %d %s while every node answers CLUSTERDOWN, want 200", code, body)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
 func startInstancesOwnAddrs(t *testing.T, c *localcluster.Cluster, n int) (admins, hosts []string) {
 	t.Helper()
 	for i := range n {
@@ -159,6 +197,7 @@ func TestAFailoverTakesNoInstanceOut(t *testing.T) {
 				t.Fatal(err)
 			}
 			var out [2]int
+			var why []string // the answers that were not 200
 			var polls int
 			var settled time.Time // 5 s after a replica took over
 			for ; settled.IsZero() || time.Now().Before(settled); time.Sleep(100 * time.Millisecond) {
@@ -172,14 +211,15 @@ func TestAFailoverTakesNoInstanceOut(t *testing.T) {
 				}
 				polls++
 				for i, a := range admins {
-					if get(t, a+"/readyz") != 200 {
+					if code, body := getText(t, a+"/readyz"); code != 200 {
 						out[i]++
+						why = append(why, fmt.Sprintf("instance %d at %s: %d %s", i, time.Now().Format("15:04:05.000"), code, body))
 					}
 				}
 			}
 			t.Logf("%d polls through the failover: /readyz not 200 in %d and %d", polls, out[0], out[1])
 			if out[0] > 0 || out[1] > 0 {
-				t.Errorf("an instance was taken out for a primary every instance lost: %v of %d polls", out, polls)
+				t.Errorf("an instance was taken out for a primary every instance lost: %v of %d polls:\n%s", out, polls, strings.Join(why, "\n"))
 			}
 		})
 	}

@@ -59,7 +59,8 @@ iptables, both ways, while its clients still reach it: each instance
 connects from an address of its own, --redis-source-addr; needs iptables
 and root), instance-primary-partition (the same between one apollo instance
 and one primary only: the cluster and the other instances see nothing
-wrong),
+wrong), instance-replica-partition (the same with one replica: the 2019
+incident from one instance's side, as the cluster keeps offering it),
 reshard (redis-cli moves 1000 slots and their keys from the primary serving
 the most to another, under the workload: needs redis-cli), cluster-restart
 (every node killed and restarted from its data directory: what survives is

@@ -4,18 +4,21 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 )
 
 // ReachReport is how much of the cluster one instance reached: the slots
-// whose primary answered a probe begun At, counted until Until (both on
-// the cluster's time, which every instance keeps).
+// whose primary answered a probe begun At, and those primaries' addresses,
+// counted until Until (both on the cluster's time, which every instance
+// keeps).
 type ReachReport struct {
-	ID    string
-	Slots SlotSet
-	At    time.Time
-	Until time.Time
+	ID        string
+	Slots     SlotSet
+	Primaries []string
+	At        time.Time
+	Until     time.Time
 }
 
 // ReachStore shares the instances' reports.
@@ -29,12 +32,19 @@ type ReachStore interface {
 	ForgetReach(ctx context.Context, id string) error
 }
 
-// ReachProber measures this instance's reach: the slot ranges served by
-// a primary that answers it. RequestRefresh asks, without waiting, for a
-// new view of the cluster (which node serves which slots), as after a
-// failover it has not seen yet.
+// ReachProber measures this instance's reach.
 type ReachProber interface {
-	ReachPrimaries(ctx context.Context) ([][2]int, error)
+	// ReachPrimaries probes the primaries of this instance's view of the
+	// cluster: the slot ranges served by one that answered, the addresses
+	// of those that answered and of those that did not.
+	ReachPrimaries(ctx context.Context) (ranges [][2]int, answered, unanswered []string, err error)
+	// Unanswered probes those of addrs that are nodes of this instance's
+	// view, and returns the ones that did not answer (another instance's
+	// view may name a primary this one holds a replica, or does not know).
+	Unanswered(ctx context.Context, addrs []string) []string
+	// RequestRefresh asks, without waiting, for a new view of the cluster
+	// (which node serves which slots), as after a failover it has not seen
+	// yet.
 	RequestRefresh()
 }
 
@@ -42,8 +52,11 @@ type ReachProber interface {
 // firewall rule, one host's network) from a primary that is down: the
 // first leaves other instances reaching what this one does not, the
 // second leaves them all alike. An instance is Behind while another one's
-// recent report reached every slot it reached and more, so the load
-// balancer sends its requests to instances that can serve them. An
+// recent report reached every slot it reached and more, through a primary
+// this one does not reach when it asks it itself, so the load balancer
+// sends its requests to instances that can serve them. (Asked itself: an
+// instance whose view of the cluster is older than another's after a
+// failover reaches the new primary all the same, and is not behind.) An
 // instance whose reach no other report strictly contains is never behind:
 // the fleet is not taken out whole by it.
 type Reach struct {
@@ -128,17 +141,45 @@ func (r *Reach) Run(stop <-chan struct{}) {
 func (r *Reach) Round(ctx context.Context) {
 	at := r.now()
 	pctx, cancel := context.WithTimeout(ctx, r.every/2)
-	ranges, err := r.prober.ReachPrimaries(pctx)
+	ranges, answered, missed, err := r.prober.ReachPrimaries(pctx)
 	cancel()
 	ended := r.now()
-	mine := ReachReport{ID: r.id, Slots: SlotSetOf(ranges), At: at, Until: at.Add(reportLife * r.every)}
+	mine := ReachReport{ID: r.id, Slots: SlotSetOf(ranges), Primaries: answered, At: at, Until: at.Add(reportLife * r.every)}
 	rctx, cancel := context.WithTimeout(ctx, r.every/4)
 	others, rerr := r.store.Reaches(rctx, r.now())
 	cancel()
+	if ask := unasked(mine, missed, others); len(ask) > 0 {
+		actx, cancel := context.WithTimeout(ctx, r.every/4)
+		missed = append(missed, r.prober.Unanswered(actx, ask)...)
+		cancel()
+	}
 	r.report(ctx, mine)
-	if refresh := r.judge(mine, ended, others, rerr, err); refresh {
+	if refresh := r.judge(mine, missed, ended, others, rerr, err); refresh {
 		r.prober.RequestRefresh()
 	}
+}
+
+// unasked is the primaries that others' reports reaching more than mine
+// name and this instance's probe did not ask: primaries of another view of
+// the cluster than its own.
+func unasked(mine ReachReport, missed []string, others []ReachReport) []string {
+	asked := map[string]bool{}
+	for _, a := range slices.Concat(mine.Primaries, missed) {
+		asked[a] = true
+	}
+	var out []string
+	for _, o := range others {
+		if o.ID == mine.ID || !o.Slots.StrictlyContains(mine.Slots) {
+			continue
+		}
+		for _, a := range o.Primaries {
+			if !asked[a] {
+				asked[a] = true
+				out = append(out, a)
+			}
+		}
+	}
+	return out
 }
 
 // report writes mine, unless this instance has gone quiet.
@@ -156,8 +197,9 @@ func (r *Reach) report(ctx context.Context, mine ReachReport) {
 }
 
 // judge compares mine with the others' reports (none read when rerr is
-// set) and reports whether the view of the cluster should be renewed.
-func (r *Reach) judge(mine ReachReport, ended time.Time, others []ReachReport, rerr, probeErr error) (refresh bool) {
+// set), given the primaries that did not answer this instance (missed),
+// and reports whether the view of the cluster should be renewed.
+func (r *Reach) judge(mine ReachReport, missed []string, ended time.Time, others []ReachReport, rerr, probeErr error) (refresh bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.probed && !mine.Slots.Contains(r.mine.Slots) {
@@ -181,7 +223,10 @@ func (r *Reach) judge(mine ReachReport, ended time.Time, others []ReachReport, r
 	// Reports from before mine fell are left out of a new judgement, not
 	// of one already made: a behind instance that loses more (a second
 	// path, a primary down for all) is still behind those that reach it.
-	a, anyTime := r.outreached(mine, others, now, r.since), r.outreached(mine, others, now, time.Time{})
+	through := func(o ReachReport) bool { // a primary this instance missed
+		return slices.ContainsFunc(o.Primaries, func(p string) bool { return slices.Contains(missed, p) })
+	}
+	a, anyTime := r.outreached(mine, others, now, r.since, through), r.outreached(mine, others, now, time.Time{}, through)
 	// A judgement ended by a fault all met, between this probe and the
 	// other's, is made again at once: the instance was cut off before it.
 	again := !r.dropped.IsZero() && !now.After(r.dropped.Add(2*r.every))
@@ -206,17 +251,19 @@ func (r *Reach) judge(mine ReachReport, ended time.Time, others []ReachReport, r
 	}
 	r.setAhead(a, probeErr)
 	r.judged = now
-	return anyTime != nil
+	// Whatever the path, another view may be newer.
+	return r.outreached(mine, others, now, time.Time{}, func(ReachReport) bool { return true }) != nil
 }
 
 // outreached returns the recent report of another instance whose slots
 // strictly contain mine, from a probe begun at since or later (one begun
 // before mine fell may predate a failure that a later probe would have
-// met too): the one that reached most, or nil. Under mu.
-func (r *Reach) outreached(mine ReachReport, others []ReachReport, now, since time.Time) *ReachReport {
+// met too), for which counts holds: the one that reached most, or nil.
+// Under mu.
+func (r *Reach) outreached(mine ReachReport, others []ReachReport, now, since time.Time, counts func(ReachReport) bool) *ReachReport {
 	var best *ReachReport
 	for i, o := range others {
-		if o.ID == mine.ID || !r.recent(o.At, now) || o.At.Before(since) || !o.Slots.StrictlyContains(mine.Slots) {
+		if o.ID == mine.ID || !r.recent(o.At, now) || o.At.Before(since) || !o.Slots.StrictlyContains(mine.Slots) || !counts(o) {
 			continue
 		}
 		if best == nil || o.Slots.Len() > best.Slots.Len() {

@@ -2,7 +2,9 @@ package fleet
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -112,26 +114,76 @@ func (s *reachStore) ForgetReach(_ context.Context, id string) error {
 	return nil
 }
 
-// prober reaches what it is set to; Refresh moves it to after, when set
-// (its view of the cluster catching up with a failover).
+// The cluster's shards, each with a primary and a replica, in every
+// view: the view changes only after a failover, which promotes "n1".
+var (
+	shardSlots = [][2]int{{0, 5460}, {5461, 10922}, {10923, 16383}}
+	primaries  = []string{"p1", "p2", "p3"}
+	replicas   = []string{"n1", "n2", "n3"}
+)
+
+// prober reaches the primaries whose shard reach covers: each of its view
+// (view, or primaries), as the slot ranges it is set to. Refresh moves it
+// to after and afterView, when set (its view of the cluster catching up
+// with a failover). Of the other nodes it answers those not cut.
 type prober struct {
-	reach, after [][2]int
-	refreshed    int
-	during       func() // once, after a probe measured and before it returns
+	reach, after     [][2]int
+	view, afterView  []string
+	cut              map[string]bool
+	refreshed, asked int
+	during           func() // once, after a probe measured and before it returns
 }
 
-func (p *prober) ReachPrimaries(context.Context) ([][2]int, error) {
-	got := p.reach
+func (p *prober) primaries() []string {
+	if p.view != nil {
+		return p.view
+	}
+	return primaries
+}
+
+// probe splits the primaries of its view by whether reach covers their shard.
+func (p *prober) probe() (answered, unanswered []string) {
+	got := SlotSetOf(p.reach)
+	for i, addr := range p.primaries() {
+		if got.Contains(SlotSetOf(shardSlots[i : i+1])) {
+			answered = append(answered, addr)
+		} else {
+			unanswered = append(unanswered, addr)
+		}
+	}
+	return answered, unanswered
+}
+
+func (p *prober) ReachPrimaries(context.Context) (ranges [][2]int, answered, unanswered []string, err error) {
+	ranges = p.reach
+	answered, unanswered = p.probe()
 	if d := p.during; d != nil {
 		p.during = nil
 		d()
 	}
-	return got, nil
+	return ranges, answered, unanswered, nil
 }
+
+func (p *prober) Unanswered(_ context.Context, addrs []string) []string {
+	p.asked++
+	_, missed := p.probe()
+	var out []string
+	for _, a := range addrs {
+		known := slices.Contains(primaries, a) || slices.Contains(replicas, a)
+		if known && (slices.Contains(missed, a) || p.cut[a]) {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
 func (p *prober) RequestRefresh() {
 	p.refreshed++
 	if p.after != nil {
 		p.reach, p.after = p.after, nil
+	}
+	if p.afterView != nil {
+		p.view, p.afterView = p.afterView, nil
 	}
 }
 
@@ -283,11 +335,60 @@ func TestInstancesThatLoseAPrimaryTogetherStayIn(t *testing.T) {
 	f.want(t, "a primary down for all")
 	// After the failover, a reaches the new primary first; the others
 	// renew their view on seeing it, and are never behind.
-	f.probers["a"].reach = allSlots
-	f.probers["b"].after, f.probers["c"].after = allSlots, allSlots
+	f.failover("a")
+	for _, id := range []string{"b", "c"} {
+		f.probers[id].after, f.probers[id].afterView = allSlots, newView
+	}
 	f.wantEachRound(t, 3, "the others a round behind a's view of the failover")
 	if f.probers["b"].refreshed == 0 || f.probers["c"].refreshed == 0 {
 		t.Errorf("refreshes: b %d, c %d, want some each", f.probers["b"].refreshed, f.probers["c"].refreshed)
+	}
+}
+
+// newView is the view after n1 took over from p1.
+var newView = []string{"n1", "p2", "p3"}
+
+// failover has p1 go down for all, and the instances ids see n1 take over.
+func (f *fleetOf) failover(ids ...string) {
+	for id, p := range f.probers {
+		p.cut = map[string]bool{"p1": true}
+		if slices.Contains(ids, id) {
+			p.reach, p.view = allSlots, newView
+		}
+	}
+}
+
+// An instance whose view of the cluster stays older than another's for
+// long after a failover (the nodes it asks for the slot map have not
+// heard of it yet) reaches the new primary all the same: it is not behind
+// the other. CI found the first version taking it out after three rounds.
+func TestAnInstanceWhoseViewIsOlderButThatReachesTheNewPrimaryStaysIn(t *testing.T) {
+	f := newFleetOf("a", "b")
+	f.round()
+	for _, id := range f.order {
+		f.probers[id].reach = noP1
+	}
+	f.round()
+	f.failover("a") // b's refreshes find the old view, round after round
+	f.wantEachRound(t, 10, "b's view older than a's")
+	if f.probers["b"].asked == 0 {
+		t.Error("b never asked n1 itself")
+	}
+}
+
+// An instance cut off from the new primary is behind one that reaches it,
+// whether or not its view has caught up with the failover.
+func TestAnInstanceCutOffFromTheNewPrimaryIsBehindWhateverItsView(t *testing.T) {
+	for _, caughtUp := range []bool{false, true} {
+		f := newFleetOf("a", "b")
+		f.round()
+		f.failover("a")
+		f.probers["b"].reach, f.probers["b"].cut["n1"] = noP1, true
+		if caughtUp {
+			f.probers["b"].view = newView
+		}
+		f.rounds(behindAfter + 1)
+		f.want(t, fmt.Sprintf("b cut off from n1, view caught up %v", caughtUp), "b")
 	}
 }
 
@@ -369,9 +470,9 @@ func TestAStoreThatStopsAnsweringLeavesTheJudgementUntilItLapses(t *testing.T) {
 // blockingProber answers nothing until its context ends.
 type blockingProber struct{ prober }
 
-func (p *blockingProber) ReachPrimaries(ctx context.Context) ([][2]int, error) {
+func (p *blockingProber) ReachPrimaries(ctx context.Context) ([][2]int, []string, []string, error) {
 	<-ctx.Done()
-	return nil, ctx.Err()
+	return nil, nil, nil, ctx.Err()
 }
 
 // Run ends when stopped, a round in progress included, and leaves no

@@ -11,7 +11,10 @@ import (
 )
 
 // ProbeShards reads one key on every shard, through the read policy, and
-// returns how many answered and an error naming the shards that did not.
+// returns how many answered and an error naming the shards that did not
+// or answered with an error. An error that is the node's state answers
+// (CLUSTERDOWN, LOADING, BUSY, ...: every client meets it alike); no
+// reply, or a refusal of this client's credentials, does not.
 func (r *Router) ProbeShards(ctx context.Context) (answered int, err error) {
 	t := r.topo.Load()
 	var cmds []Cmd
@@ -22,9 +25,10 @@ func (r *Router) ProbeShards(ctx context.Context) (answered int, err error) {
 	for i, res := range r.Exec(ctx, cmds) {
 		if res.Err != nil {
 			errs = append(errs, fmt.Errorf("shard of %s: %w", t.shards[i].primary.addr, res.Err))
-			continue
 		}
-		answered++
+		if nodeAnswered(res.Err) {
+			answered++
+		}
 	}
 	return answered, errors.Join(errs...)
 }
@@ -32,46 +36,87 @@ func (r *Router) ProbeShards(ctx context.Context) (answered int, err error) {
 // ReachPrimaries pings every shard's primary over a connection kept for
 // it, apart from the requests' pools, fail-fast, ejection and the other
 // checks (so a busy instance and an idle one judge alike), and returns
-// the slot ranges ([first, last]) whose primary answered, with an error
-// naming those that did not. An answer that is the node's state counts
-// (MISCONF, BUSY, LOADING, OOM, and a greeting at maxclients: every
-// instance meets it alike); a refusal of this instance's credentials does
-// not. It measures this process's path to each primary: compared with the
-// other instances' (fleet.Reach), it tells a path of this instance's own
-// that is cut from a node that is down.
-func (r *Router) ReachPrimaries(ctx context.Context) (reached [][2]int, err error) {
+// the slot ranges ([first, last]) whose primary answered, the addresses of
+// the primaries that answered and of those that did not, with an error
+// naming the latter. An answer that is the node's state counts (MISCONF,
+// BUSY, LOADING, OOM, and a greeting at maxclients: every instance meets
+// it alike); a refusal of this instance's credentials does not. It
+// measures this process's path to each primary: compared with the other
+// instances' (fleet.Reach), it tells a path of this instance's own that
+// is cut from a node that is down.
+func (r *Router) ReachPrimaries(ctx context.Context) (reached [][2]int, answered, unanswered []string, err error) {
 	t := r.topo.Load()
-	answered := make([]bool, len(t.shards))
-	errs := make([]error, len(t.shards))
-	var wg sync.WaitGroup
+	primaries := make([]*node, len(t.shards))
 	for i, s := range t.shards {
-		wg.Go(func() {
-			perr := s.primary.reach.Ping(ctx).Err()
-			answered[i] = nodeAnswered(perr)
-			if !answered[i] {
-				errs[i] = fmt.Errorf("primary %s: %w", s.primary.addr, perr)
-			}
-		})
+		primaries[i] = s.primary
 	}
-	wg.Wait()
-	ok := map[*shard]bool{}
+	ok, errs := pingReach(ctx, primaries)
+	byShard := map[*shard]bool{}
 	for i, s := range t.shards {
-		ok[s] = answered[i]
+		byShard[s] = ok[i]
+		if ok[i] {
+			answered = append(answered, s.primary.addr)
+		} else {
+			unanswered = append(unanswered, s.primary.addr)
+		}
 	}
 	for slot, s := range t.slots {
 		switch {
-		case s == nil || !ok[s]:
+		case s == nil || !byShard[s]:
 		case len(reached) > 0 && reached[len(reached)-1][1] == slot-1:
 			reached[len(reached)-1][1] = slot
 		default:
 			reached = append(reached, [2]int{slot, slot})
 		}
 	}
-	return reached, errors.Join(errs...)
+	return reached, answered, unanswered, errors.Join(errs...)
 }
 
-// nodeAnswered reports whether err, from a PING, is an answer of the
-// node's own state rather than no answer or a refusal of this client.
+// Unanswered pings those of addrs that are nodes of the current view, as
+// ReachPrimaries does its primaries, and returns the ones that did not
+// answer. Another instance's view may name a primary this one holds a
+// replica, or does not know yet: one it does not know is left out, as
+// nothing can be said of this process's path to it.
+func (r *Router) Unanswered(ctx context.Context, addrs []string) []string {
+	in := r.topo.Load().byAddr()
+	var nodes []*node
+	for _, a := range addrs {
+		if n, ok := in[a]; ok {
+			nodes = append(nodes, n)
+		}
+	}
+	ok, _ := pingReach(ctx, nodes)
+	var out []string
+	for i, n := range nodes {
+		if !ok[i] {
+			out = append(out, n.addr)
+		}
+	}
+	return out
+}
+
+// pingReach pings each node over its reach connection, at once, and
+// reports which answered (nodeAnswered), with an error for each that did
+// not.
+func pingReach(ctx context.Context, nodes []*node) (answered []bool, errs []error) {
+	answered, errs = make([]bool, len(nodes)), make([]error, len(nodes))
+	var wg sync.WaitGroup
+	for i, n := range nodes {
+		wg.Go(func() {
+			perr := n.reach.Ping(ctx).Err()
+			answered[i] = nodeAnswered(perr)
+			if !answered[i] {
+				errs[i] = fmt.Errorf("node %s: %w", n.addr, perr)
+			}
+		})
+	}
+	wg.Wait()
+	return answered, errs
+}
+
+// nodeAnswered reports whether err, from a PING or a read, is an answer
+// of the node's own state rather than no answer or a refusal of this
+// client.
 func nodeAnswered(err error) bool {
 	var reply redis.Error
 	switch {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -15,7 +16,9 @@ import (
 // The instances' reach (fleet.Reach), one copy on every shard so that an
 // instance that reaches any shard reads everyone's:
 //
-//	apollo:fleet:reach:{n}   hash   instance → "<slot ranges> <at ms> <until ms>"
+//	apollo:fleet:reach:{n}   hash   instance → "<slot ranges> <primaries> <at ms> <until ms>"
+//
+// with the primaries' addresses joined by commas ("-" for none).
 //
 // A hash no instance writes any more (its shard's key changed with a
 // reshard) expires after reachKeyLife.
@@ -61,7 +64,7 @@ var _ fleet.ReachStore = (*Reaches)(nil)
 // ReportReach implements fleet.ReachStore: written on every shard; an
 // error only when no shard took it.
 func (s *Reaches) ReportReach(ctx context.Context, r fleet.ReachReport) error {
-	val := fmt.Sprintf("%s %d %d", r.Slots, r.At.UnixMilli(), r.Until.UnixMilli())
+	val := formatReach(r)
 	var cmds []redisroute.Cmd
 	for _, k := range s.r.ShardKeys(reachPrefix) {
 		cmds = append(cmds, s.report.cmd(k, r.ID, val, reachKeyLife.Milliseconds()))
@@ -122,25 +125,41 @@ func (s *Reaches) Reaches(ctx context.Context, now time.Time) ([]fleet.ReachRepo
 	return out, nil
 }
 
-// parseReach reads a report written by ReportReach.
+// formatReach is how ReportReach stores r (parseReach reads it back).
+func formatReach(r fleet.ReachReport) string {
+	primaries := strings.Join(r.Primaries, ",")
+	if primaries == "" {
+		primaries = "-"
+	}
+	return fmt.Sprintf("%s %s %d %d", r.Slots, primaries, r.At.UnixMilli(), r.Until.UnixMilli())
+}
+
+// parseReach reads a report written by formatReach.
 func parseReach(id, raw string) (fleet.ReachReport, error) {
 	f := strings.Fields(raw)
-	if len(f) != 3 {
-		return fleet.ReachReport{}, fmt.Errorf("reach report %q: want 3 fields", raw)
+	if len(f) != 4 {
+		return fleet.ReachReport{}, fmt.Errorf("reach report %q: want 4 fields", raw)
 	}
 	slots, err := fleet.ParseSlotSet(f[0])
 	if err != nil {
 		return fleet.ReachReport{}, fmt.Errorf("reach report %q: %w", raw, err)
 	}
+	var primaries []string
+	if f[1] != "-" {
+		primaries = strings.Split(f[1], ",")
+		if slices.Contains(primaries, "") {
+			return fleet.ReachReport{}, fmt.Errorf("reach report %q: an empty primary address", raw)
+		}
+	}
 	var n [2]int64
-	for i, s := range f[1:] {
+	for i, s := range f[2:] {
 		v, err := strconv.ParseInt(s, 10, 64)
 		if err != nil {
 			return fleet.ReachReport{}, fmt.Errorf("reach report %q: %w", raw, err)
 		}
 		n[i] = v
 	}
-	return fleet.ReachReport{ID: id, Slots: slots, At: time.UnixMilli(n[0]), Until: time.UnixMilli(n[1])}, nil
+	return fleet.ReachReport{ID: id, Slots: slots, Primaries: primaries, At: time.UnixMilli(n[0]), Until: time.UnixMilli(n[1])}, nil
 }
 
 // hashOf is an HGETALL reply (RESP2: field, value, …) as a map.

@@ -2,6 +2,7 @@ package redisstore_test
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -22,9 +23,9 @@ func TestReachReportsAreKeptOnEveryShardUntilTheyRunOut(t *testing.T) {
 	all, two := fleet.SlotSetOf([][2]int{{0, 16383}}), fleet.SlotSetOf([][2]int{{0, 5460}, {10923, 16383}})
 	reports := []fleet.ReachReport{
 		{ID: "gone", Slots: fleet.SlotSetOf([][2]int{{5461, 10922}}), At: now.Add(-5 * time.Second), Until: now.Add(-2 * time.Second)},
-		{ID: "a", Slots: all, At: now.Add(-2 * time.Second), Until: now.Add(time.Second)},
-		{ID: "a", Slots: two, At: now.Add(-time.Second), Until: now.Add(2 * time.Second)}, // a's latest
-		{ID: "b", Slots: all, At: now, Until: now.Add(3 * time.Second)},
+		{ID: "a", Slots: all, Primaries: []string{"10.0.0.1:6379", "10.0.0.2:6379", "10.0.0.3:6379"}, At: now.Add(-2 * time.Second), Until: now.Add(time.Second)},
+		{ID: "a", Slots: two, Primaries: []string{"10.0.0.1:6379", "[fe80::1%eth0]:6379"}, At: now.Add(-time.Second), Until: now.Add(2 * time.Second)}, // a's latest
+		{ID: "b", Slots: all, At: now, Until: now.Add(3 * time.Second)},                                                                                // none answered by name: a view with none
 	}
 	for _, rep := range reports {
 		if err := s.ReportReach(ctx, rep); err != nil {
@@ -41,8 +42,8 @@ func TestReachReportsAreKeptOnEveryShardUntilTheyRunOut(t *testing.T) {
 	}
 	for _, g := range got {
 		w := want[g.ID]
-		if g.Slots != w.Slots || !g.At.Equal(w.At) || !g.Until.Equal(w.Until) {
-			t.Errorf("report of %s = %s %v %v, want %s %v %v", g.ID, g.Slots, g.At, g.Until, w.Slots, w.At, w.Until)
+		if g.Slots != w.Slots || !slices.Equal(g.Primaries, w.Primaries) || !g.At.Equal(w.At) || !g.Until.Equal(w.Until) {
+			t.Errorf("report of %s = %s %q %v %v, want %s %q %v %v", g.ID, g.Slots, g.Primaries, g.At, g.Until, w.Slots, w.Primaries, w.At, w.Until)
 		}
 	}
 	// Each shard holds them all, and no longer the one that ran out

@@ -19,17 +19,20 @@ import (
 //
 // With a node, only the path between the instance and that node is cut,
 // as a firewall rule or a route on one host does: the cluster sees nothing
-// wrong, and neither do the other instances.
+// wrong, and neither do the other instances. A replica cut off so is the
+// 2019 incident from one instance's side: the cluster's view keeps
+// offering it, and the instance must stop sending it reads on its own.
 type cutOffFault struct {
 	c         *localcluster.Cluster
 	in        *Instance
 	node      *localcluster.Node // nil: every node
+	role      string             // node's: primary, replica
 	reconnect func(context.Context) error
 }
 
 func (f *cutOffFault) Name() string {
 	if f.node != nil {
-		return fmt.Sprintf("instance cut off from primary %s (%s dropped both ways) %s", f.node.Addr, f.in.RedisSource, f.in.Name)
+		return fmt.Sprintf("instance cut off from %s %s (%s dropped both ways) %s", f.role, f.node.Addr, f.in.RedisSource, f.in.Name)
 	}
 	return fmt.Sprintf("instance cut off from every Redis node (%s dropped both ways) %s", f.in.RedisSource, f.in.Name)
 }

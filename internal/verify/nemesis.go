@@ -20,7 +20,7 @@ import (
 // without --faults injects them.
 func FaultNames() []string {
 	return []string{"replica-crash", "replica-hang", "primary-crash", "primary-hang", "primary-full", "primary-disk", "switchover", "forced-switchover", "handshake", "busy-script", "instance-kill",
-		"instance-pause", "instance-clock", "primary-partition", "reshard", "cluster-restart", "replica-resync", "primary-slow", "replica-slow", "conn-kill", "primary-pause-writes", "primary-restart", "maxclients", "instance-partition", "instance-primary-partition"}
+		"instance-pause", "instance-clock", "primary-partition", "reshard", "cluster-restart", "replica-resync", "primary-slow", "replica-slow", "conn-kill", "primary-pause-writes", "primary-restart", "maxclients", "instance-partition", "instance-primary-partition", "instance-replica-partition"}
 }
 
 // slowStop and slowRun are the slow faults' pulses: the node is stopped
@@ -236,7 +236,9 @@ func (n *nemesis) fault(ctx context.Context, name string) (drill.Fault, error) {
 		return drill.FaultFunc{Label: "node full at maxclients (new connections refused) " + node.Addr,
 			InjectFn: node.FillClients, HealFn: node.UnfillClients}, nil
 	case "instance-primary-partition":
-		return &cutOffFault{c: n.c, in: n.instances[n.rng.IntN(len(n.instances))], node: primary}, nil
+		return &cutOffFault{c: n.c, in: n.instances[n.rng.IntN(len(n.instances))], node: primary, role: "primary"}, nil
+	case "instance-replica-partition":
+		return &cutOffFault{c: n.c, in: n.instances[n.rng.IntN(len(n.instances))], node: n.pick(replicas), role: "replica"}, nil
 	case "primary-partition":
 		return &partitionFault{c: n.c, n: n, primary: primary, replicas: replicas}, nil
 	}
