@@ -120,6 +120,7 @@ bench-http: redis wrk
 drill: redis build
 	./$(BIN) drill --scenario replica-crash --svg docs/drill-replica-crash.svg
 	./$(BIN) drill --scenario replica-hang --svg docs/drill-replica-hang.svg
+	./$(BIN) drill --scenario replica-cutoff --svg docs/drill-replica-cutoff.svg
 
 # A rainstorm over one district, with Spampede off, in shadow and on (about 10 minutes).
 spike: redis build

@@ -200,21 +200,37 @@ func instanceID() string {
 	return fmt.Sprintf("%s-%d-%x", host, os.Getpid(), b)
 }
 
+// readyWithin bounds /readyz's read of the shards.
+const readyWithin = 500 * time.Millisecond
+
 // ready is /readyz: this instance can serve, which is that some shard
-// answers a real keyed read within a second, and that no other instance
-// reaches primaries this one does not. A shard that answers none of the
-// instances fails its part of the key space on every instance alike (with
-// 503s, and the router's alerts); taking every instance out of the load
-// balancer for it would fail the other shards' keys too. So only what is
-// this instance's own makes it unready: its network or its credentials
-// (no shard answers), or its path to a primary the others reach (fleet.Reach),
-// and the balancer sends its traffic to the others.
+// serves a real keyed read within half a second, and that no other
+// instance reaches primaries this one does not. A shard that answers none
+// of the instances fails its part of the key space on every instance alike
+// (with 503s, and the router's alerts); taking every instance out of the
+// load balancer for it would fail the other shards' keys too. So only what
+// is this instance's own makes it unready: its network or its credentials
+// (no shard answers), or its path to a primary the others reach
+// (fleet.Reach), and the balancer sends its traffic to the others.
+//
+// A cluster that is down answers CLUSTERDOWN to every key: for every
+// client, from a primary's failure until a replica takes over; or for
+// this instance alone, when all it reaches is a minority of the nodes,
+// cut off from the rest. The first leaves it ready; the second is told
+// by its own probe of the primaries, which reached no more than half of
+// them (fleet.Reach.MostPrimaries).
 func (a *App) ready(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(ctx, time.Second)
+	// Half a second: a balancer's check commonly times out at one, and a
+	// read answered CLUSTERDOWN is retried, backing off, until the
+	// deadline is near.
+	ctx, cancel := context.WithTimeout(ctx, readyWithin)
 	defer cancel()
-	n, err := a.router.ProbeShards(ctx)
-	if n == 0 {
+	served, stated, err := a.router.ProbeShards(ctx)
+	switch {
+	case served == 0 && stated == 0:
 		return fmt.Errorf("no Redis shard answers: %w", err)
+	case served == 0 && !a.reach.MostPrimaries():
+		return fmt.Errorf("no Redis shard serves, and this instance reaches no more than half of the primaries: %w", err)
 	}
 	if behind := a.reach.Behind(); behind != nil {
 		return behind

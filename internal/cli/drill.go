@@ -27,7 +27,10 @@ ends runs on the replica: it answers BUSY to every command), replica-resync
 (the replica crashes during more writes than its primary's backlog holds and
 restarts at once: it answers reads with its old data, none of the drivers,
 until a full sync 5 s later; a missing driver counts as a failed command),
-primary-crash, slow-replica, reshard, full-outage. Exit code 1 when apollo misses the SLO.`
+primary-crash, slow-replica, reshard, full-outage, replica-cutoff (the path
+between the drill's clients and the replica is cut by iptables, every packet
+dropped both ways, while the cluster sees nothing wrong and keeps offering
+it: needs iptables and root). Exit code 1 when apollo misses the SLO.`
 
 func runDrill(ctx context.Context, e env, args []string) error {
 	cfg := drill.DefaultConfig()

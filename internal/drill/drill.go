@@ -86,6 +86,11 @@ func Execute(ctx context.Context, cfg Config, out io.Writer, log *slog.Logger) (
 		res.SLO = cfg.SLO.Judge(res.Configs)
 		return res, nil
 	}
+	if cfg.Scenario == ReplicaCutOff {
+		if err := localcluster.CheckFirewall(ctx); err != nil {
+			return res, fmt.Errorf("scenario %s cannot run here: %w", cfg.Scenario, err)
+		}
+	}
 	for _, name := range cfg.Configs {
 		rep, fault, err := runConfig(ctx, cfg, name, out, log)
 		if err != nil {
@@ -103,7 +108,11 @@ func Execute(ctx context.Context, cfg Config, out io.Writer, log *slog.Logger) (
 
 func runConfig(ctx context.Context, cfg Config, name string, out io.Writer, log *slog.Logger) (Report, string, error) {
 	fmt.Fprintf(out, "\n== %s: starting a fresh %d × %d cluster (node timeout %s) ==\n", name, cfg.Cluster.Primaries, cfg.Cluster.Replicas, cfg.Cluster.NodeTimeout)
-	c, err := localcluster.Start(ctx, cfg.Cluster)
+	cl := cfg.Cluster
+	if cfg.Scenario == ReplicaCutOff {
+		cl.OwnAddrs = true // addresses of its own, so that a rule cuts its clients alone
+	}
+	c, err := localcluster.Start(ctx, cl)
 	if err != nil {
 		return Report{}, "", err
 	}
@@ -117,7 +126,11 @@ func runConfig(ctx context.Context, cfg Config, name string, out io.Writer, log 
 	if err != nil {
 		return Report{}, "", err
 	}
-	read, closeFn, err := batchReader(ctx, name, c.Addrs(), log)
+	source, err := cfg.Scenario.clientsHost(c)
+	if err != nil {
+		return Report{}, "", err
+	}
+	read, closeFn, err := batchReader(ctx, name, c.Addrs(), source, log)
 	if err != nil {
 		return Report{}, "", err
 	}

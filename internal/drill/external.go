@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/netip"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -86,7 +87,7 @@ func executeExternal(ctx context.Context, cfg Config, addrs []string, out io.Wri
 		if err != nil {
 			return err
 		}
-		read, closeFn, err := batchReader(ctx, name, addrs, log)
+		read, closeFn, err := batchReader(ctx, name, addrs, netip.Addr{}, log)
 		if err != nil {
 			return fmt.Errorf("config %s: %w", name, err)
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net/netip"
 	"strings"
 	"time"
 
@@ -45,10 +46,11 @@ func ParseConfigs(s string) ([]string, error) {
 // batchReader is the batch availability read, for one client configuration.
 // Every configuration reads the same driver hashes; Apollo and legacy-2019
 // go through the driver store, the same code path as POST /v1/drivers/batch-get.
-func batchReader(ctx context.Context, name string, addrs []string, log *slog.Logger) (Reader, func(), error) {
+// Each connects from source when it is set.
+func batchReader(ctx context.Context, name string, addrs []string, source netip.Addr, log *slog.Logger) (Reader, func(), error) {
 	switch name {
 	case ConfigGoRedis:
-		cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs, ReadOnly: true})
+		cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs, ReadOnly: true, Dialer: redisroute.Dialer(source, nil)})
 		if err := cc.Ping(ctx).Err(); err != nil {
 			cc.Close()
 			return nil, nil, fmt.Errorf("go-redis: %w", err)
@@ -56,7 +58,7 @@ func batchReader(ctx context.Context, name string, addrs []string, log *slog.Log
 		return goRedisBatch(cc), func() { cc.Close() }, nil
 	case ConfigLegacy, ConfigApollo:
 		cfg := redisroute.DefaultConfig()
-		cfg.Addrs = addrs
+		cfg.Addrs, cfg.SourceAddr = addrs, source
 		if name == ConfigLegacy {
 			cfg.Policy = redisroute.Legacy2019
 			cfg.ReadTimeout = 3 * time.Second // go-redis v6's default

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/netip"
 	"strings"
 	"time"
 
@@ -25,11 +26,16 @@ const (
 	SlowReplica   Scenario = "slow-replica"  // latency on one replica
 	ReshardSlots  Scenario = "reshard"       // 1000 slots moved under load
 	FullOutage    Scenario = "full-outage"   // every node hangs, then resumes
+	// ReplicaCutOff: the path between the drill's clients and a replica is
+	// cut (iptables, every packet dropped both ways) while the cluster sees
+	// nothing wrong and keeps offering the replica: the 2019 incident as
+	// one host's route or firewall rule brings it about.
+	ReplicaCutOff Scenario = "replica-cutoff"
 )
 
 // Scenarios lists every scenario.
 func Scenarios() []Scenario {
-	return []Scenario{ReplicaCrash, ReplicaHang, ReplicaBusy, ReplicaResync, PrimaryCrash, SlowReplica, ReshardSlots, FullOutage}
+	return []Scenario{ReplicaCrash, ReplicaHang, ReplicaBusy, ReplicaResync, PrimaryCrash, SlowReplica, ReshardSlots, FullOutage, ReplicaCutOff}
 }
 
 // ParseScenario parses a scenario name.
@@ -71,8 +77,43 @@ func (s Scenario) Fault(ctx context.Context, c *localcluster.Cluster) (Fault, er
 		return Reshard(c, 1000), nil
 	case FullOutage:
 		return Hang(c, "full outage:", c.Nodes()...), nil
+	case ReplicaCutOff:
+		return cutOff(c, replicas[0])
 	}
 	return nil, fmt.Errorf("unknown scenario %q", s)
+}
+
+// clientsHost is the local address the drill's clients connect from when
+// the scenario cuts their path (ReplicaCutOff); the zero Addr otherwise.
+func (s Scenario) clientsHost(c *localcluster.Cluster) (netip.Addr, error) {
+	if s != ReplicaCutOff {
+		return netip.Addr{}, nil
+	}
+	host, err := c.ClientHost(0)
+	if err != nil {
+		return netip.Addr{}, err
+	}
+	return netip.ParseAddr(host)
+}
+
+// cutOff drops every packet between the drill's clients (clientsHost) and
+// n, both ways; healing lets them through again.
+func cutOff(c *localcluster.Cluster, n *localcluster.Node) (Fault, error) {
+	host, err := c.ClientHost(0)
+	if err != nil {
+		return nil, err
+	}
+	reconnect := func(context.Context) error { return nil }
+	return FaultFunc{Label: fmt.Sprintf("replica cut off from the clients (%s dropped both ways) %s", host, n.Addr),
+		InjectFn: func(ctx context.Context) error {
+			r, err := c.CutOff(ctx, host, n)
+			if err == nil {
+				reconnect = r
+			}
+			return err
+		},
+		HealFn: func(ctx context.Context) error { return reconnect(ctx) },
+	}, nil
 }
 
 // resync kills replica, writes past its primary's backlog and restarts it

@@ -79,6 +79,9 @@ type Reach struct {
 	dropped time.Time
 	rounds  int // rounds in a row that found one
 	probed  bool
+	// answered and asked count the primaries of this instance's view
+	// that its last probe reached, and all it probed.
+	answered, asked int
 	// writing is held across the check of quiet and the write, so that
 	// no report is written after Withdraw deleted them.
 	writing sync.Mutex
@@ -137,7 +140,8 @@ func (r *Reach) Run(stop <-chan struct{}) {
 }
 
 // Round measures this instance's reach, reads the others' reports, and
-// reports its own, each within its share of a round.
+// reports its own while it asks the primaries they name that its view does
+// not, each within its share of a round.
 func (r *Reach) Round(ctx context.Context) {
 	at := r.now()
 	pctx, cancel := context.WithTimeout(ctx, r.every/2)
@@ -148,12 +152,15 @@ func (r *Reach) Round(ctx context.Context) {
 	rctx, cancel := context.WithTimeout(ctx, r.every/4)
 	others, rerr := r.store.Reaches(rctx, r.now())
 	cancel()
+	r.counted(len(answered), len(answered)+len(missed))
+	var wg sync.WaitGroup
+	wg.Go(func() { r.report(ctx, mine) }) // owned by Round: waited for below
 	if ask := unasked(mine, missed, others); len(ask) > 0 {
 		actx, cancel := context.WithTimeout(ctx, r.every/4)
 		missed = append(missed, r.prober.Unanswered(actx, ask)...)
 		cancel()
 	}
-	r.report(ctx, mine)
+	wg.Wait()
 	if refresh := r.judge(mine, missed, ended, others, rerr, err); refresh {
 		r.prober.RequestRefresh()
 	}
@@ -284,6 +291,23 @@ func (r *Reach) setAhead(ahead *ReachReport, probeErr error) {
 		r.log.Info("no other instance reaches primaries this one does not any more", "slots_reached", r.mine.Slots.Len())
 	}
 	r.ahead = ahead
+}
+
+// counted records what the last probe of this view's primaries found.
+func (r *Reach) counted(answered, asked int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.answered, r.asked = answered, asked
+}
+
+// MostPrimaries reports whether more than half of the primaries of this
+// instance's view answered its last probe: not so for an instance that
+// reaches only a minority of the nodes, cut off from the others, which
+// answer it CLUSTERDOWN as a cluster down for everyone does.
+func (r *Reach) MostPrimaries() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return 2*r.answered > r.asked
 }
 
 // Slots is how many slots' primaries answered this instance's last probe.

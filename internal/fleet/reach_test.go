@@ -489,3 +489,30 @@ func TestRunEndsWhenStoppedMidRound(t *testing.T) {
 		t.Fatal("Run still running 10 s after stop, in a round of an hour")
 	}
 }
+
+// An instance reaches most primaries when more than half of those of its
+// view answered its last probe: all but a dead one of three, not one of
+// three (cut off with a minority of the nodes), nor before any probe.
+func TestMostPrimariesIsMoreThanHalfOfTheLastProbe(t *testing.T) {
+	tests := []struct {
+		name  string
+		reach [][2]int
+		want  bool
+	}{
+		{"all three", allSlots, true},
+		{"two of three", noP1, true},
+		{"one of three", noP1P2, false},
+		{"none", nil, false},
+	}
+	for _, tt := range tests {
+		f := newFleetOf("a")
+		if f.reaches["a"].MostPrimaries() {
+			t.Fatalf("%s: most primaries before any probe", tt.name)
+		}
+		f.probers["a"].reach = tt.reach
+		f.round()
+		if got := f.reaches["a"].MostPrimaries(); got != tt.want {
+			t.Errorf("%s: MostPrimaries() = %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}

@@ -11,11 +11,12 @@ import (
 )
 
 // ProbeShards reads one key on every shard, through the read policy, and
-// returns how many answered and an error naming the shards that did not
-// or answered with an error. An error that is the node's state answers
-// (CLUSTERDOWN, LOADING, BUSY, ...: every client meets it alike); no
-// reply, or a refusal of this client's credentials, does not.
-func (r *Router) ProbeShards(ctx context.Context) (answered int, err error) {
+// returns how many served it, how many answered with an error of the
+// node's state instead (CLUSTERDOWN, LOADING, BUSY, ...: every client that
+// reaches the node meets it alike), and an error naming the shards that
+// did not serve it. No reply, or a refusal of this client (its
+// credentials, a node at maxclients), is neither.
+func (r *Router) ProbeShards(ctx context.Context) (served, stated int, err error) {
 	t := r.topo.Load()
 	var cmds []Cmd
 	for _, s := range t.shards {
@@ -23,14 +24,17 @@ func (r *Router) ProbeShards(ctx context.Context) (answered int, err error) {
 	}
 	var errs []error
 	for i, res := range r.Exec(ctx, cmds) {
-		if res.Err != nil {
-			errs = append(errs, fmt.Errorf("shard of %s: %w", t.shards[i].primary.addr, res.Err))
+		var reply redis.Error
+		switch {
+		case res.Err == nil:
+			served++
+			continue
+		case errors.As(res.Err, &reply) && !isRefusal(res.Err):
+			stated++
 		}
-		if nodeAnswered(res.Err) {
-			answered++
-		}
+		errs = append(errs, fmt.Errorf("shard of %s: %w", t.shards[i].primary.addr, res.Err))
 	}
-	return answered, errors.Join(errs...)
+	return served, stated, errors.Join(errs...)
 }
 
 // ReachPrimaries pings every shard's primary over a connection kept for
@@ -114,9 +118,8 @@ func pingReach(ctx context.Context, nodes []*node) (answered []bool, errs []erro
 	return answered, errs
 }
 
-// nodeAnswered reports whether err, from a PING or a read, is an answer
-// of the node's own state rather than no answer or a refusal of this
-// client.
+// nodeAnswered reports whether err, from a PING, is an answer of the
+// node's own state rather than no answer or a refusal of this client.
 func nodeAnswered(err error) bool {
 	var reply redis.Error
 	switch {
