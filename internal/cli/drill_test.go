@@ -45,6 +45,9 @@ func runDrillForTest(t *testing.T, args ...string) (drill.Result, int, string) {
 func TestDrillReproducesThe2019IncidentAndApolloSurvivesIt(t *testing.T) {
 	for _, sc := range []string{"replica-crash", "replica-hang", "replica-cutoff"} {
 		t.Run(sc, func(t *testing.T) {
+			if sc == "replica-cutoff" {
+				clustertest.NeedFirewall(t)
+			}
 			res, code, out := runDrillForTest(t, "--scenario", sc, "--duration", "9s", "--fault-at", "3s", "--drivers", "2000", "--node-timeout", "2s", "--workers", "8")
 			t.Logf("\n%s", out[strings.LastIndex(out, "== "):])
 			byName := map[string]drill.Report{}

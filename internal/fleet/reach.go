@@ -80,8 +80,11 @@ type Reach struct {
 	rounds  int // rounds in a row that found one
 	probed  bool
 	// answered and asked count the primaries of this instance's view
-	// that its last probe reached, and all it probed.
+	// that its last probe reached, and all it probed, which ended at
+	// counted.
 	answered, asked int
+	countedAt       time.Time
+	ask             []string // primaries of other views, for the next round
 	// writing is held across the check of quiet and the write, so that
 	// no report is written after Withdraw deleted them.
 	writing sync.Mutex
@@ -140,28 +143,33 @@ func (r *Reach) Run(stop <-chan struct{}) {
 }
 
 // Round measures this instance's reach, reads the others' reports, and
-// reports its own while it asks the primaries they name that its view does
-// not, each within its share of a round.
+// reports its own, each within its share of a round. The primaries that
+// the last round's reports named and its view did not are asked with the
+// view's own, within the same half round: a node asked first must often be
+// dialled, and a tighter bound than the view's primaries get would find
+// it missed where they are not. One named for the first time counts for
+// nothing until it is asked, a round later.
 func (r *Reach) Round(ctx context.Context) {
 	at := r.now()
+	ask := r.toAsk()
 	pctx, cancel := context.WithTimeout(ctx, r.every/2)
+	var unanswered []string
+	var wg sync.WaitGroup
+	if len(ask) > 0 {
+		wg.Go(func() { unanswered = r.prober.Unanswered(pctx, ask) }) // owned by Round: waited for below
+	}
 	ranges, answered, missed, err := r.prober.ReachPrimaries(pctx)
+	wg.Wait()
 	cancel()
 	ended := r.now()
 	mine := ReachReport{ID: r.id, Slots: SlotSetOf(ranges), Primaries: answered, At: at, Until: at.Add(reportLife * r.every)}
+	r.counted(len(answered), len(answered)+len(missed), ended)
 	rctx, cancel := context.WithTimeout(ctx, r.every/4)
 	others, rerr := r.store.Reaches(rctx, r.now())
 	cancel()
-	r.counted(len(answered), len(answered)+len(missed))
-	var wg sync.WaitGroup
-	wg.Go(func() { r.report(ctx, mine) }) // owned by Round: waited for below
-	if ask := unasked(mine, missed, others); len(ask) > 0 {
-		actx, cancel := context.WithTimeout(ctx, r.every/4)
-		missed = append(missed, r.prober.Unanswered(actx, ask)...)
-		cancel()
-	}
-	wg.Wait()
-	if refresh := r.judge(mine, missed, ended, others, rerr, err); refresh {
+	r.setToAsk(unasked(mine, missed, others))
+	r.report(ctx, mine)
+	if refresh := r.judge(mine, append(missed, unanswered...), ended, others, rerr, err); refresh {
 		r.prober.RequestRefresh()
 	}
 }
@@ -293,21 +301,35 @@ func (r *Reach) setAhead(ahead *ReachReport, probeErr error) {
 	r.ahead = ahead
 }
 
-// counted records what the last probe of this view's primaries found.
-func (r *Reach) counted(answered, asked int) {
+// counted records what the probe of this view's primaries that ended at
+// found.
+func (r *Reach) counted(answered, asked int, at time.Time) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.answered, r.asked = answered, asked
+	r.answered, r.asked, r.countedAt = answered, asked, at
+}
+
+func (r *Reach) toAsk() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.ask
+}
+
+func (r *Reach) setToAsk(ask []string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.ask = ask
 }
 
 // MostPrimaries reports whether more than half of the primaries of this
-// instance's view answered its last probe: not so for an instance that
-// reaches only a minority of the nodes, cut off from the others, which
-// answer it CLUSTERDOWN as a cluster down for everyone does.
+// instance's view answered its last probe, in the last two rounds: not so
+// for an instance that reaches only a minority of the nodes, cut off from
+// the others, which answer it CLUSTERDOWN as a cluster down for everyone
+// does; nor when no recent probe tells.
 func (r *Reach) MostPrimaries() bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return 2*r.answered > r.asked
+	return 2*r.answered > r.asked && !r.now().After(r.countedAt.Add(2*r.every))
 }
 
 // Slots is how many slots' primaries answered this instance's last probe.

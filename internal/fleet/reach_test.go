@@ -515,4 +515,22 @@ func TestMostPrimariesIsMoreThanHalfOfTheLastProbe(t *testing.T) {
 			t.Errorf("%s: MostPrimaries() = %v, want %v", tt.name, got, tt.want)
 		}
 	}
+	// Halves, of views of even size, are not most.
+	r := newFleetOf("a").reaches["a"]
+	for _, c := range []struct {
+		answered, asked int
+		want            bool
+	}{{1, 2, false}, {2, 4, false}, {3, 4, true}, {0, 0, false}, {1, 1, true}} {
+		r.counted(c.answered, c.asked, r.now())
+		if got := r.MostPrimaries(); got != c.want {
+			t.Errorf("%d of %d: MostPrimaries() = %v, want %v", c.answered, c.asked, got, c.want)
+		}
+	}
+	// A probe two rounds old no longer tells.
+	f := newFleetOf("a")
+	f.round()
+	f.now = f.now.Add(2*time.Second + time.Millisecond)
+	if f.reaches["a"].MostPrimaries() {
+		t.Error("MostPrimaries() from a probe over two rounds old")
+	}
 }

@@ -172,3 +172,29 @@ func closeOnGet(t *testing.T) error {
 	wait()
 	return err
 }
+
+// A reply that is the node's state (every client that reaches it meets
+// it) counts as an answer for readiness; a refusal of this client, or a
+// reply about the command, does not. Wrapped as the router returns it.
+func TestNodeStateRepliesAreTheNodesNotTheClients(t *testing.T) {
+	for reply, want := range map[string]bool{
+		"-CLUSTERDOWN The cluster is down":                                                                  true,
+		"-MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'.":                 true,
+		"-LOADING Redis is loading the dataset in memory":                                                   true,
+		"-BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.":           true,
+		"-MISCONF Redis is configured to save RDB snapshots, but it's currently unable to persist to disk.": true,
+		"-OOM command not allowed when used memory > 'maxmemory'.":                                          true,
+		"-WRONGPASS invalid username-password pair or user is disabled.":                                    false,
+		"-NOAUTH Authentication required.":                                                                  false,
+		"-NOPERM this user has no permissions to run the 'exists' command":                                  false,
+		"-ERR max number of clients reached":                                                                false,
+		"-BUSYKEY Target key name already exists.":                                                          false,
+		"-MOVED 3999 127.0.0.1:6381":                                                                        false,
+		"-ERR unknown command 'FOO'":                                                                        false,
+	} {
+		err := fmt.Errorf("%w: %w", ErrUnavailable, replyErr(t, reply))
+		if got := isNodeState(err); got != want {
+			t.Errorf("isNodeState(%q) = %v, want %v", reply, got, want)
+		}
+	}
+}

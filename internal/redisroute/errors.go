@@ -145,6 +145,15 @@ func isFull(err error) bool {
 // yet serves nothing: a failed node, like one that refuses us.
 func isBusy(err error) bool { return isReply(err, "BUSY ") }
 
+// isNodeState reports an error reply that is the node's state rather than
+// anything of the client's: the cluster down (as the node sees it), its
+// data loading, a script holding it, a failed snapshot, a full memory.
+// Every client that reaches the node meets it alike.
+func isNodeState(err error) bool {
+	return redis.IsClusterDownError(err) || redis.IsMasterDownError(err) || redis.IsLoadingError(err) ||
+		isBusy(err) || IsCannotPersist(err) || IsOutOfMemory(err)
+}
+
 // isWriteRefused reports the refusals of a primary that will take no write
 // now, raised before the command (or a script's first write) ran:
 // min-replicas-to-write not met (NOREPLICAS), or a script's write while

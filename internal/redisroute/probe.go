@@ -12,10 +12,10 @@ import (
 
 // ProbeShards reads one key on every shard, through the read policy, and
 // returns how many served it, how many answered with an error of the
-// node's state instead (CLUSTERDOWN, LOADING, BUSY, ...: every client that
-// reaches the node meets it alike), and an error naming the shards that
-// did not serve it. No reply, or a refusal of this client (its
-// credentials, a node at maxclients), is neither.
+// node's state instead (isNodeState: CLUSTERDOWN, LOADING, BUSY, ...:
+// every client that reaches the node meets it alike), and an error naming
+// the shards that did not serve it. No reply, or a refusal of this client
+// (its credentials, a node at maxclients), is neither.
 func (r *Router) ProbeShards(ctx context.Context) (served, stated int, err error) {
 	t := r.topo.Load()
 	var cmds []Cmd
@@ -24,12 +24,11 @@ func (r *Router) ProbeShards(ctx context.Context) (served, stated int, err error
 	}
 	var errs []error
 	for i, res := range r.Exec(ctx, cmds) {
-		var reply redis.Error
 		switch {
 		case res.Err == nil:
 			served++
 			continue
-		case errors.As(res.Err, &reply) && !isRefusal(res.Err):
+		case isNodeState(res.Err):
 			stated++
 		}
 		errs = append(errs, fmt.Errorf("shard of %s: %w", t.shards[i].primary.addr, res.Err))
