@@ -61,6 +61,9 @@ and root), instance-primary-partition (the same between one apollo instance
 and one primary only: the cluster and the other instances see nothing
 wrong), instance-replica-partition (the same with one replica: the 2019
 incident from one instance's side, as the cluster keeps offering it),
+slot-migration-stuck (the slot with the most keys of one primary left
+half moved to another, MIGRATING and IMPORTING, as an interrupted reshard
+leaves it, until healing finishes the move),
 reshard (redis-cli moves 1000 slots and their keys from the primary serving
 the most to another, under the workload: needs redis-cli), cluster-restart
 (every node killed and restarted from its data directory: what survives is

@@ -210,6 +210,7 @@ func probe(ctx context.Context, opts Options, n *Node, all []Node) {
 		n.Clock = &clk
 	}
 	if n.Role != "replica" {
+		n.OpenSlots = readOpenSlots(ctx, c)
 		return
 	}
 	info, err := c.Info(ctx, "replication").Result()

@@ -231,3 +231,42 @@ func TestCheckReportsANodeWithAnotherOrNoPassword(t *testing.T) {
 		t.Errorf("status %s, want critical", rep.Status)
 	}
 }
+
+// A migration left open is found on both of its nodes, from whichever
+// seed, and no longer once it is finished.
+func TestCheckFindsASlotMigrationLeftOpen(t *testing.T) {
+	c := clustertest.Start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	from, to := c.Primary(ctx, 0), c.Primary(ctx, 1)
+	slot, finish, err := c.OpenMigration(ctx, from, to)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := clustercheck.Options{Addrs: c.Addrs()[:1]}
+	open := func() []string {
+		t.Helper()
+		rep, err := clustercheck.Run(ctx, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, f := range rep.Findings {
+			if f.Code == "slot_migration_open" {
+				out = append(out, f.Node+" "+f.Message)
+			}
+		}
+		return out
+	}
+	got := open()
+	want := []string{fmt.Sprintf("%s slot %d is migrating to %s", from.Addr, slot, to.Addr), fmt.Sprintf("%s slot %d is importing from %s", to.Addr, slot, from.Addr)}
+	if len(got) != 2 || !strings.HasPrefix(got[0], want[0]) && !strings.HasPrefix(got[1], want[0]) || !strings.HasPrefix(got[0], want[1]) && !strings.HasPrefix(got[1], want[1]) {
+		t.Fatalf("open slot findings:\n%s\nwant them to begin:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if err := finish(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := open(); len(got) != 0 {
+		t.Errorf("after the move was finished: %v", got)
+	}
+}

@@ -73,6 +73,9 @@ type Node struct {
 	// (it then refuses every write, MISCONF); nil when INFO persistence
 	// could not be read.
 	Disk *redisroute.NodePersistence `json:"disk,omitempty"`
+	// OpenSlots are the slot migrations the node has open, as its own line
+	// of CLUSTER NODES shows them: "[slot->-id]", "[slot-<-id]".
+	OpenSlots []string `json:"open_slots,omitempty"`
 }
 
 // Shard is a primary and its replicas.

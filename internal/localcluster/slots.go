@@ -12,6 +12,16 @@ import (
 // still served by the node whose range lists it.
 func (v NodeView) SlotCount() int {
 	n := 0
+	for _, r := range v.SlotRanges() {
+		n += r[1] - r[0] + 1
+	}
+	return n
+}
+
+// SlotRanges returns the slot ranges [first, last] the node serves in
+// this view, open migrations left out (see SlotCount).
+func (v NodeView) SlotRanges() [][2]int {
+	var out [][2]int
 	for _, s := range v.Slots {
 		if strings.HasPrefix(s, "[") {
 			continue
@@ -23,10 +33,10 @@ func (v NodeView) SlotCount() int {
 		a, err1 := strconv.Atoi(lo)
 		b, err2 := strconv.Atoi(hi)
 		if err1 == nil && err2 == nil && b >= a {
-			n += b - a + 1
+			out = append(out, [2]int{a, b})
 		}
 	}
-	return n
+	return out
 }
 
 // SlotCounts returns how many slots each node that is a primary serves, as

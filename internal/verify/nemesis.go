@@ -20,7 +20,7 @@ import (
 // without --faults injects them.
 func FaultNames() []string {
 	return []string{"replica-crash", "replica-hang", "primary-crash", "primary-hang", "primary-full", "primary-disk", "switchover", "forced-switchover", "handshake", "busy-script", "instance-kill",
-		"instance-pause", "instance-clock", "primary-partition", "reshard", "cluster-restart", "replica-resync", "primary-slow", "replica-slow", "conn-kill", "primary-pause-writes", "primary-restart", "maxclients", "instance-partition", "instance-primary-partition", "instance-replica-partition"}
+		"instance-pause", "instance-clock", "primary-partition", "reshard", "cluster-restart", "replica-resync", "primary-slow", "replica-slow", "conn-kill", "primary-pause-writes", "primary-restart", "maxclients", "instance-partition", "instance-primary-partition", "instance-replica-partition", "slot-migration-stuck"}
 }
 
 // slowStop and slowRun are the slow faults' pulses: the node is stopped
@@ -181,6 +181,8 @@ func (n *nemesis) fault(ctx context.Context, name string) (drill.Fault, error) {
 		return &restartFault{c: n.c}, nil
 	case "reshard":
 		return n.reshard(ctx)
+	case "slot-migration-stuck":
+		return n.openMigration(ctx)
 	}
 	primary, replicas := n.c.Primary(ctx, shard), n.c.Replicas(ctx, shard)
 	if primary == nil || len(replicas) == 0 {
@@ -331,6 +333,41 @@ const reshardSlots = 1000
 // empties a shard: a primary left with no slot would turn into a replica of
 // the node that took its last one, and the cluster would never look as it
 // did again.
+// openMigration leaves the slot with the most keys of a primary chosen at
+// random half moved to another, for the fault's length, as a reshard that
+// was interrupted does: Apollo meets ASK for the keys moved and created
+// since, and TRYAGAIN for a script whose keys are on both sides. Healing
+// finishes the move, as redis-cli --cluster fix would.
+func (n *nemesis) openMigration(ctx context.Context) (drill.Fault, error) {
+	counts, err := n.c.SlotCounts(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var primaries []*localcluster.Node
+	for node := range counts {
+		primaries = append(primaries, node)
+	}
+	if len(primaries) < 2 {
+		return nil, fmt.Errorf("a migration needs two primaries, the cluster has %d", len(primaries))
+	}
+	slices.SortFunc(primaries, func(a, b *localcluster.Node) int { return strings.Compare(a.Addr, b.Addr) }) // the run's seed, not map order, picks
+	from := n.pick(primaries)
+	to := n.pick(slices.DeleteFunc(slices.Clone(primaries), func(p *localcluster.Node) bool { return p == from }))
+	var finish func(context.Context) error
+	return drill.FaultFunc{Label: fmt.Sprintf("slot migration left open, half its keys moved, from %s to %s", from.Addr, to.Addr),
+		InjectFn: func(ctx context.Context) error {
+			_, f, err := n.c.OpenMigration(ctx, from, to)
+			finish = f
+			return err
+		},
+		HealFn: func(ctx context.Context) error {
+			if finish == nil {
+				return nil
+			}
+			return errors.Join(finish(ctx), n.c.WaitHealthy(ctx))
+		}}, nil
+}
+
 func (n *nemesis) reshard(ctx context.Context) (drill.Fault, error) {
 	counts, err := n.c.SlotCounts(ctx)
 	if err != nil {
