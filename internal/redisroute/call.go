@@ -647,7 +647,9 @@ func (c *call) onDone(a *attempt) {
 			addr, _ := redis.IsMovedError(err)
 			if cl == classAsk {
 				addr, _ = redis.IsAskError(err)
+				c.r.m.redirAsk.Inc()
 			} else {
+				c.r.m.redirMoved.Inc()
 				c.r.requestRefresh(refreshMoved)
 			}
 			c.r.migratingUntil.Store(c.r.clock.Now().Add(c.r.cfg.MigrationGrace).UnixNano())
@@ -666,6 +668,9 @@ func (c *call) onDone(a *attempt) {
 			// about this node; the others are cluster-wide states, so the node
 			// stays a candidate.
 			st.sent = false
+			if cl == classTryAgain {
+				c.r.m.tryAgain.Inc()
+			}
 			if cl != classNotServed {
 				st.tried = removeNode(st.tried, a.node)
 			}

@@ -31,6 +31,9 @@ type metrics struct {
 	// subscriptionsLost counts shard-channel subscriptions ended because
 	// messages may have been missed, by why.
 	subscriptionsLost *prometheus.CounterVec
+	// redirects counts the replies that say a slot is moving or moved.
+	redirects                      *prometheus.CounterVec
+	redirMoved, redirAsk, tryAgain prometheus.Counter
 	// proof.go: each replica a write's proof looked at, by what it found.
 	proofReplicas                                                        *prometheus.CounterVec
 	proofListed, proofAsked, proofOutOfStep, proofDown, proofUnconfirmed prometheus.Counter
@@ -123,6 +126,9 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		subscriptionsLost: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "apollo_redis_subscriptions_lost_total", Help: "Shard-channel subscriptions ended because messages may have been missed: resubscribed (reconnect), moved (slot owner changed), ejected (node), closed.",
 		}, []string{"why"}),
+		redirects: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "apollo_redis_redirects_total", Help: "Replies that say a command's slot moved or is moving, by kind: moved (MOVED: the slot map was old), ask (ASK: the key is on the other side of a migration), tryagain (TRYAGAIN: a multi-key command whose keys a migration split; it did not run, and fails until the migration ends).",
+		}, []string{"kind"}),
 	}
 	// Every label value known in advance exists from the start, so that
 	// rules and dashboards read 0, not an absent series, while nothing happens.
@@ -131,6 +137,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	m.cmdAmbiguous, m.cmdUnconfirmed = m.commands.WithLabelValues("ambiguous"), m.commands.WithLabelValues("unconfirmed")
 	m.hedgeSent, m.hedgeWon, m.hedgeDenied = m.hedges.WithLabelValues("sent"), m.hedges.WithLabelValues("won"), m.hedges.WithLabelValues("denied")
 	m.retrySent, m.retryDenied = m.retries.WithLabelValues("sent"), m.retries.WithLabelValues("denied")
+	m.redirMoved, m.redirAsk, m.tryAgain = m.redirects.WithLabelValues("moved"), m.redirects.WithLabelValues("ask"), m.redirects.WithLabelValues("tryagain")
 	m.proofListed, m.proofAsked = m.proofReplicas.WithLabelValues("listed"), m.proofReplicas.WithLabelValues("holds")
 	m.proofOutOfStep, m.proofDown = m.proofReplicas.WithLabelValues("out_of_step"), m.proofReplicas.WithLabelValues("down")
 	m.proofUnconfirmed = m.proofReplicas.WithLabelValues("unconfirmed")
@@ -139,7 +146,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	if reg == nil {
 		return m, nil
 	}
-	for _, c := range []prometheus.Collector{m.latency, m.nodeErrors, m.ejections, m.ejected, m.replicaBehind, m.memoryUsed, m.memoryMax, m.memoryMayEvict, m.evictedKeys, m.clients, m.maxClients, m.cannotPersist, m.primaryRestarts, m.clockOffset, m.clusterOffset, m.refreshes, m.refreshDeduped, m.kept, m.hedges, m.retries, m.fallbacks, m.commands, m.subscriptionsLost, m.proofReplicas} {
+	for _, c := range []prometheus.Collector{m.latency, m.nodeErrors, m.ejections, m.ejected, m.replicaBehind, m.memoryUsed, m.memoryMax, m.memoryMayEvict, m.evictedKeys, m.clients, m.maxClients, m.cannotPersist, m.primaryRestarts, m.clockOffset, m.clusterOffset, m.refreshes, m.refreshDeduped, m.kept, m.hedges, m.retries, m.fallbacks, m.commands, m.subscriptionsLost, m.proofReplicas, m.redirects} {
 		if err := reg.Register(c); err != nil {
 			return nil, errors.Join(errors.New("register redisroute metrics"), err)
 		}
