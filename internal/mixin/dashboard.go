@@ -97,6 +97,8 @@ func rows() []row {
 				[]Query{{`max by (node) (apollo_redis_node_ejected{instance=~"$instance"})`, "{{node}}"}}},
 			{"Slot map age", "Seconds since the slot map in use was fetched; refreshed every 5 s, so it grows only when refreshes fail.", "s",
 				[]Query{{`apollo_redis_topology_age_seconds{instance=~"$instance"}`, "{{instance}}"}}},
+			{"Slot redirects", "Replies that say a slot moved or is moving: moved (the slot map was old), ask (a key on the other side of a migration), tryagain (a command across a split slot, not run). TRYAGAIN that lasts is a migration left open: apollo check names it.", "ops",
+				[]Query{{`sum by (kind) (rate(apollo_redis_redirects_total{instance=~"$instance"}[$__rate_interval]))`, "{{kind}}"}}},
 			{"Hedges, retries, fallbacks", "Reads hedged to a second node, retries, and reads sent to a primary (or shed) because no replica could serve them.", "ops",
 				[]Query{
 					{`sum by (outcome) (rate(apollo_redis_hedges_total{instance=~"$instance"}[$__rate_interval]))`, "hedge {{outcome}}"},
