@@ -193,11 +193,11 @@ func probe(ctx context.Context, opts Options, n *Node, all []Node) {
 	defer c.Close()
 	start := time.Now()
 	err := c.Exists(ctx, "apollo:check").Err()
-	if err != nil && !strings.HasPrefix(err.Error(), "MOVED") {
+	if err != nil && !strings.HasPrefix(err.Error(), "MOVED") && !strings.HasPrefix(err.Error(), "ASK") {
 		n.Error = err.Error()
 		return
 	}
-	// A MOVED answer is an answer: the node is alive and routing.
+	// A MOVED or ASK answer is an answer: the node is alive and routing.
 	n.Reachable = true
 	n.ProbeMs = float64(time.Since(start).Microseconds()) / 1000
 	n.Persistence = readPersistence(ctx, c)

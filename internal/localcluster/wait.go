@@ -49,8 +49,15 @@ func (c *Cluster) healthy(ctx context.Context) (bool, string) {
 			}
 			covered += s.End - s.Start + 1
 		}
+		open, oerr := ownOpenSlots(ctx, cl)
 		repl, err := cl.Info(ctx, "replication").Result()
 		cl.Close()
+		switch {
+		case oerr != nil:
+			return false, oerr.Error()
+		case len(open) > 0:
+			return false, fmt.Sprintf("%s has slot migrations open: %v", n.Addr, open)
+		}
 		if covered != totalSlots {
 			return false, fmt.Sprintf("%s covers %d slots", n.Addr, covered)
 		}

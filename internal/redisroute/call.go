@@ -648,6 +648,7 @@ func (c *call) onDone(a *attempt) {
 			if cl == classAsk {
 				addr, _ = redis.IsAskError(err)
 				c.r.m.redirAsk.Inc()
+				c.r.migrating.seen(Slot(c.cmds[i].Key), c.r.clock.Now())
 			} else {
 				c.r.m.redirMoved.Inc()
 				c.r.requestRefresh(refreshMoved)
@@ -670,6 +671,7 @@ func (c *call) onDone(a *attempt) {
 			st.sent = false
 			if cl == classTryAgain {
 				c.r.m.tryAgain.Inc()
+				c.r.migrating.seen(Slot(c.cmds[i].Key), c.r.clock.Now())
 			}
 			if cl != classNotServed {
 				st.tried = removeNode(st.tried, a.node)

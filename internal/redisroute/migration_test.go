@@ -69,6 +69,10 @@ func TestAMigrationLeftOpenServesEachSideAndCountsWhatItSplits(t *testing.T) {
 	if n, _ := counter(t, reg, "apollo_redis_redirects_total", "tryagain"); n == 0 {
 		t.Error("no TRYAGAIN counted")
 	}
+	// A second of TRYAGAIN, retried: the slot has kept redirecting that long.
+	if s, _ := counter(t, reg, "apollo_redis_slot_migrating_seconds", ""); s <= 0 {
+		t.Errorf("apollo_redis_slot_migrating_seconds = %v after a second of TRYAGAIN", s)
+	}
 	if err := finish(ctx); err != nil {
 		t.Fatal(err)
 	}

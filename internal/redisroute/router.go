@@ -58,6 +58,9 @@ type Router struct {
 	// "missing" for keys already moved (they do not know a slot is
 	// migrating), so reads go to primaries, which answer ASK instead.
 	migratingUntil atomic.Int64
+	// migrating tells how long each slot has kept redirecting (ASK,
+	// TRYAGAIN): a migration left open.
+	migrating migratingSlots
 
 	subs subscriptions
 
@@ -113,9 +116,14 @@ func New(ctx context.Context, cfg Config, reg prometheus.Registerer, log *slog.L
 		age := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "apollo_redis_topology_age_seconds",
 			Help: "Seconds since the slot map in use was fetched (CLUSTER SLOTS); it grows when refreshes fail."},
 			func() float64 { return r.clock.Now().Sub(r.topo.Load().at).Seconds() })
-		if err := reg.Register(age); err != nil {
-			r.closeNodes()
-			return nil, err
+		migrating := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "apollo_redis_slot_migrating_seconds",
+			Help: "The longest a slot has kept answering ASK or TRYAGAIN, with no pause of a minute: a reshard moves a slot in seconds; a migration left open (a reshard interrupted) keeps growing, and commands across its split never run."},
+			func() float64 { return r.migrating.longest(r.clock.Now()).Seconds() })
+		for _, g := range []prometheus.Collector{age, migrating} {
+			if err := reg.Register(g); err != nil {
+				r.closeNodes()
+				return nil, err
+			}
 		}
 	}
 	r.wg.Add(1)

@@ -328,11 +328,6 @@ func (n *nemesis) waitPromoted(ctx context.Context, replicas []*localcluster.Nod
 // ends well within the nemesis's time to heal.
 const reshardSlots = 1000
 
-// reshard moves slots from the primary that serves the most to another
-// chosen at random. Taking from the largest means no run of reshards ever
-// empties a shard: a primary left with no slot would turn into a replica of
-// the node that took its last one, and the cluster would never look as it
-// did again.
 // openMigration leaves the slot with the most keys of a primary chosen at
 // random half moved to another, for the fault's length, as a reshard that
 // was interrupted does: Apollo meets ASK for the keys moved and created
@@ -368,6 +363,11 @@ func (n *nemesis) openMigration(ctx context.Context) (drill.Fault, error) {
 		}}, nil
 }
 
+// reshard moves slots from the primary that serves the most to another
+// chosen at random. Taking from the largest means no run of reshards ever
+// empties a shard: a primary left with no slot would turn into a replica of
+// the node that took its last one, and the cluster would never look as it
+// did again.
 func (n *nemesis) reshard(ctx context.Context) (drill.Fault, error) {
 	counts, err := n.c.SlotCounts(ctx)
 	if err != nil {
