@@ -80,8 +80,8 @@ type Reach struct {
 	rounds  int // rounds in a row that found one
 	probed  bool
 	// answered and asked count the primaries of this instance's view
-	// that its last probe reached, and all it probed, which ended at
-	// counted.
+	// that its last probe reached, and all it probed; the probe ended at
+	// countedAt.
 	answered, asked int
 	countedAt       time.Time
 	ask             []string // primaries of other views, for the next round
