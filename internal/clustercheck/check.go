@@ -201,7 +201,7 @@ func probe(ctx context.Context, opts Options, n *Node, all []Node) {
 	n.Reachable = true
 	n.ProbeMs = float64(time.Since(start).Microseconds()) / 1000
 	n.Persistence = readPersistence(ctx, c)
-	n.Memory = readMemory(ctx, c)
+	n.Memory = readMemory(ctx, c, n.Addr)
 	if d, err := redisroute.ReadPersistence(ctx, c, n.Addr); err == nil {
 		n.Disk = &d
 	}

@@ -34,6 +34,9 @@ func TestCheckHealthyClusterThenAKilledReplica(t *testing.T) {
 		if !n.Reachable || n.Role == "replica" && (n.LinkUp == nil || !*n.LinkUp) {
 			t.Errorf("node %s: reachable %v, link %v", n.Addr, n.Reachable, n.LinkUp)
 		}
+		if m := n.Memory; m == nil || m.Clients < 1 || m.MaxClients < m.Clients {
+			t.Errorf("node %s: memory and connections %+v, want them read (Redis 7 says its maxclients)", n.Addr, m)
+		}
 		// One machine, one clock: read, and within its round trip of 0.
 		if clk := n.Clock; clk == nil || clk.Offset > clk.Uncertainty+time.Millisecond || clk.Offset < -clk.Uncertainty-time.Millisecond {
 			t.Errorf("node %s: clock %+v, want it read as this machine's", n.Addr, clk)

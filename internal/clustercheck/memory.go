@@ -3,27 +3,30 @@ package clustercheck
 import (
 	"context"
 	"fmt"
-	"strconv"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/apollo-platform/apollo/internal/redisroute"
 )
 
-// Memory is what INFO memory says about a node's room.
+// Memory is what INFO memory and clients say about a node's room.
 type Memory struct {
 	UsedBytes int64  `json:"used_bytes"`
 	MaxBytes  int64  `json:"max_bytes"` // maxmemory; 0: no limit
 	Policy    string `json:"policy"`    // maxmemory_policy
+	// Clients is the connections the node counts against its maxclients
+	// (clients, replicas and cluster links); MaxClients is 0 when the node
+	// does not say (Redis before 6.2).
+	Clients    int64 `json:"clients"`
+	MaxClients int64 `json:"max_clients,omitempty"`
 }
 
-func readMemory(ctx context.Context, c *redis.Client) *Memory {
-	info, err := c.Info(ctx, "memory").Result()
-	if err != nil || infoField(info, "maxmemory_policy") == "" {
+func readMemory(ctx context.Context, c *redis.Client, addr string) *Memory {
+	m, err := redisroute.ReadMemory(ctx, c, addr)
+	if err != nil {
 		return nil
 	}
-	m := &Memory{Policy: infoField(info, "maxmemory_policy")}
-	m.UsedBytes, _ = strconv.ParseInt(infoField(info, "used_memory"), 10, 64)
-	m.MaxBytes, _ = strconv.ParseInt(infoField(info, "maxmemory"), 10, 64)
-	return m
+	return &Memory{UsedBytes: m.Used, MaxBytes: m.Max, Policy: m.Policy, Clients: m.Clients, MaxClients: m.MaxClients}
 }
 
 // nearFull is the share of maxmemory past which a node is warned about:
@@ -31,12 +34,20 @@ func readMemory(ctx context.Context, c *redis.Client) *Memory {
 const nearFull = 0.9
 
 // memoryFindings says which nodes delete keys when full (Apollo refuses
-// to start on them) and which are close to their limit.
+// to start on them), and which are close to their memory or connection
+// limit.
 func memoryFindings(nodes []Node) []Finding {
 	var out []Finding
 	for _, n := range nodes {
 		m := n.Memory
-		if !n.Reachable || m == nil || m.MaxBytes <= 0 {
+		if !n.Reachable || m == nil {
+			continue
+		}
+		if m.MaxClients > 0 && float64(m.Clients) >= nearFull*float64(m.MaxClients) {
+			out = append(out, Finding{Severity: Warning, Code: "clients_near_max", Node: n.Addr,
+				Message: fmt.Sprintf("has %d connections of its maxclients %d: at the limit it greets every new connection with a refusal and closes it, so an Apollo instance that starts, or a pool that grows, gets none; find what holds them (CLIENT LIST) or raise maxclients", m.Clients, m.MaxClients)})
+		}
+		if m.MaxBytes <= 0 {
 			continue
 		}
 		if m.Policy != "noeviction" {

@@ -18,6 +18,9 @@ func TestMemoryFindingsNameNodesThatEvictOrAreNearlyFull(t *testing.T) {
 			[]string{"memory_may_evict:a:maxmemory-policy volatile-lru"}},
 		{"nearly full", []Node{node("a", &Memory{UsedBytes: 95, MaxBytes: 100, Policy: "noeviction"})},
 			[]string{"memory_near_full:a:uses 95%"}},
+		{"nearly out of connections", []Node{node("a", &Memory{Clients: 95, MaxClients: 100, Policy: "noeviction"})},
+			[]string{"clients_near_max:a:95 connections of its maxclients 100"}},
+		{"connections with room, or no maxclients said", []Node{node("a", &Memory{Clients: 50, MaxClients: 100, Policy: "noeviction"}), node("b", &Memory{Clients: 95, Policy: "noeviction"})}, nil},
 		{"unread and unreachable nodes are not judged", []Node{node("a", nil), {Addr: "b", Memory: &Memory{MaxBytes: 1, Policy: "allkeys-lru"}}}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

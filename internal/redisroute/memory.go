@@ -2,6 +2,7 @@ package redisroute
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"strings"
 	"sync"
@@ -76,6 +77,28 @@ func infoFields(info string, f func(k, v string)) {
 			f(k, v)
 		}
 	}
+}
+
+// ReadMemory reads one node's room over c, as the memory check does (INFO
+// memory, stats and clients).
+func ReadMemory(ctx context.Context, c *redis.Client, addr string) (NodeMemory, error) {
+	pipe := c.Pipeline()
+	var sections []*redis.StringCmd
+	for _, s := range []string{"memory", "stats", "clients"} {
+		sections = append(sections, pipe.Info(ctx, s))
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return NodeMemory{}, err
+	}
+	var text strings.Builder
+	for _, s := range sections {
+		text.WriteString(s.Val())
+	}
+	m, ok := parseMemory(addr, text.String())
+	if !ok {
+		return NodeMemory{}, fmt.Errorf("%s: INFO memory has no maxmemory_policy", addr)
+	}
+	return m, nil
 }
 
 // Memory asks every node of the current topology for its room now, each
