@@ -137,16 +137,7 @@ func TestAClusterThatIsDownForEveryInstanceLeavesItReady(t *testing.T) {
 	if err := c.Primary(ctx, 0).Kill(); err != nil {
 		t.Fatal(err)
 	}
-	other := c.Primary(ctx, 1).Client()
-	for {
-		if err := other.Get(ctx, "k").Err(); err != nil && strings.HasPrefix(err.Error(), "CLUSTERDOWN") {
-			break
-		}
-		if ctx.Err() != nil {
-			t.Fatal("the cluster not down within a minute of a primary's death with no failover")
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	waitClusterDown(ctx, t, c.Primary(ctx, 1))
 	for range 10 {
 		start := time.Now()
 		code, body := getText(t, admin+"/readyz")
@@ -182,15 +173,7 @@ func TestAnInstanceWithAMinorityOfTheNodesIsNotReady(t *testing.T) {
 	if _, err := c.CutOff(ctx, hosts[0], rest...); err != nil { // undone by the cluster's Close
 		t.Fatal(err)
 	}
-	for {
-		if err := minority.Client().Get(ctx, "k").Err(); err != nil && strings.HasPrefix(err.Error(), "CLUSTERDOWN") {
-			break
-		}
-		if ctx.Err() != nil {
-			t.Fatal("the isolated primary not CLUSTERDOWN within a minute")
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	waitClusterDown(ctx, t, minority)
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
 		code, body := getText(t, admins[0]+"/readyz")
 		if code == 503 && strings.Contains(body, "no more than half of the primaries") {
@@ -231,6 +214,22 @@ func TestAnInstanceWhoseCredentialsEveryNodeRefusesIsNotReady(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatalf("/readyz = %d %s 10 s after every node changed its password, want 503", code, body)
 		}
+	}
+}
+
+// waitClusterDown waits, until ctx ends, for n to answer CLUSTERDOWN.
+func waitClusterDown(ctx context.Context, t *testing.T, n *localcluster.Node) {
+	t.Helper()
+	cl := n.Client()
+	defer cl.Close()
+	for {
+		if err := cl.Get(ctx, "k").Err(); err != nil && strings.HasPrefix(err.Error(), "CLUSTERDOWN") {
+			return
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("%s not CLUSTERDOWN in time", n.Addr)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }
 

@@ -78,7 +78,11 @@ func (s Scenario) Fault(ctx context.Context, c *localcluster.Cluster) (Fault, er
 	case FullOutage:
 		return Hang(c, "full outage:", c.Nodes()...), nil
 	case ReplicaCutOff:
-		return cutOff(c, replicas[0])
+		host, err := s.clientsHost(c)
+		if err != nil {
+			return nil, err
+		}
+		return cutOff(c, host.String(), replicas[0]), nil
 	}
 	return nil, fmt.Errorf("unknown scenario %q", s)
 }
@@ -96,13 +100,9 @@ func (s Scenario) clientsHost(c *localcluster.Cluster) (netip.Addr, error) {
 	return netip.ParseAddr(host)
 }
 
-// cutOff drops every packet between the drill's clients (clientsHost) and
-// n, both ways; healing lets them through again.
-func cutOff(c *localcluster.Cluster, n *localcluster.Node) (Fault, error) {
-	host, err := c.ClientHost(0)
-	if err != nil {
-		return nil, err
-	}
+// cutOff drops every packet between the drill's clients (host) and n,
+// both ways; healing lets them through again.
+func cutOff(c *localcluster.Cluster, host string, n *localcluster.Node) Fault {
 	reconnect := func(context.Context) error { return nil }
 	return FaultFunc{Label: fmt.Sprintf("replica cut off from the clients (%s dropped both ways) %s", host, n.Addr),
 		InjectFn: func(ctx context.Context) error {
@@ -113,7 +113,7 @@ func cutOff(c *localcluster.Cluster, n *localcluster.Node) (Fault, error) {
 			return err
 		},
 		HealFn: func(ctx context.Context) error { return reconnect(ctx) },
-	}, nil
+	}
 }
 
 // resync kills replica, writes past its primary's backlog and restarts it

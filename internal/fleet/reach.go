@@ -163,11 +163,10 @@ func (r *Reach) Round(ctx context.Context) {
 	cancel()
 	ended := r.now()
 	mine := ReachReport{ID: r.id, Slots: SlotSetOf(ranges), Primaries: answered, At: at, Until: at.Add(reportLife * r.every)}
-	r.counted(len(answered), len(answered)+len(missed), ended)
 	rctx, cancel := context.WithTimeout(ctx, r.every/4)
 	others, rerr := r.store.Reaches(rctx, r.now())
 	cancel()
-	r.setToAsk(unasked(mine, missed, others))
+	r.probedView(len(answered), len(answered)+len(missed), ended, unasked(mine, missed, others))
 	r.report(ctx, mine)
 	if refresh := r.judge(mine, append(missed, unanswered...), ended, others, rerr, err); refresh {
 		r.prober.RequestRefresh()
@@ -301,24 +300,18 @@ func (r *Reach) setAhead(ahead *ReachReport, probeErr error) {
 	r.ahead = ahead
 }
 
-// counted records what the probe of this view's primaries that ended at
-// found.
-func (r *Reach) counted(answered, asked int, at time.Time) {
+// probedView records what the probe of this view's primaries that ended
+// at found, and the other views' primaries to ask next round.
+func (r *Reach) probedView(answered, asked int, at time.Time, ask []string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.answered, r.asked, r.countedAt = answered, asked, at
+	r.answered, r.asked, r.countedAt, r.ask = answered, asked, at, ask
 }
 
 func (r *Reach) toAsk() []string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.ask
-}
-
-func (r *Reach) setToAsk(ask []string) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.ask = ask
 }
 
 // MostPrimaries reports whether more than half of the primaries of this

@@ -521,7 +521,7 @@ func TestMostPrimariesIsMoreThanHalfOfTheLastProbe(t *testing.T) {
 		answered, asked int
 		want            bool
 	}{{1, 2, false}, {2, 4, false}, {3, 4, true}, {0, 0, false}, {1, 1, true}} {
-		r.counted(c.answered, c.asked, r.now())
+		r.probedView(c.answered, c.asked, r.now(), nil)
 		if got := r.MostPrimaries(); got != c.want {
 			t.Errorf("%d of %d: MostPrimaries() = %v, want %v", c.answered, c.asked, got, c.want)
 		}

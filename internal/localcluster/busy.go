@@ -39,9 +39,8 @@ func (n *Node) Busy(ctx context.Context) error {
 	if err := admin.ConfigSet(ctx, "busy-reply-threshold", "1").Err(); err != nil {
 		return fmt.Errorf("CONFIG SET busy-reply-threshold on %s: %w", n.Addr, err)
 	}
-	o := *n.opts
-	o.Addr, o.ReadTimeout = n.Addr, -1 // the script's answer comes when it is killed
-	f := &busyFault{threshold: got["busy-reply-threshold"], cl: redis.NewClient(&o), done: make(chan error, 1)}
+	// The script's answer comes when it is killed.
+	f := &busyFault{threshold: got["busy-reply-threshold"], cl: n.clientReading(-1), done: make(chan error, 1)}
 	// It ends when the script is killed, or its connection closed.
 	go func() { f.done <- f.cl.Eval(context.Background(), busyScript, nil).Err() }()
 	n.busy = f // from here on, Unbusy has something to undo

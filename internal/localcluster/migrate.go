@@ -57,11 +57,7 @@ func (c *Cluster) OpenMigration(ctx context.Context, from, to *Node) (slot int, 
 
 // migrationClient is a client of n that waits for a MIGRATE's own
 // timeout (5 s) and more, rather than the cluster clients' second.
-func migrationClient(n *Node) *redis.Client {
-	o := *n.opts
-	o.Addr, o.ReadTimeout = n.Addr, 10*time.Second
-	return redis.NewClient(&o)
-}
+func migrationClient(n *Node) *redis.Client { return n.clientReading(10 * time.Second) }
 
 // busiestSlot returns the slot served by n that holds the most keys (the
 // first of those, on a tie), counted in one pipeline.

@@ -82,9 +82,12 @@ func (n *Node) State() ProcState {
 
 // Client returns a new single-node client for the node; the caller closes it.
 // It uses short timeouts so that a hung node fails calls quickly.
-func (n *Node) Client() *redis.Client {
+func (n *Node) Client() *redis.Client { return n.clientReading(n.opts.ReadTimeout) }
+
+// clientReading is Client waiting d for a reply (-1: for ever).
+func (n *Node) clientReading(d time.Duration) *redis.Client {
 	o := *n.opts
-	o.Addr = n.Addr
+	o.Addr, o.ReadTimeout = n.Addr, d
 	return redis.NewClient(&o)
 }
 

@@ -82,19 +82,11 @@ func infoFields(info string, f func(k, v string)) {
 // ReadMemory reads one node's room over c, as the memory check does (INFO
 // memory, stats and clients).
 func ReadMemory(ctx context.Context, c *redis.Client, addr string) (NodeMemory, error) {
-	pipe := c.Pipeline()
-	var sections []*redis.StringCmd
-	for _, s := range []string{"memory", "stats", "clients"} {
-		sections = append(sections, pipe.Info(ctx, s))
-	}
-	if _, err := pipe.Exec(ctx); err != nil {
+	text, err := readInfo(ctx, c, "memory", "stats", "clients")
+	if err != nil {
 		return NodeMemory{}, err
 	}
-	var text strings.Builder
-	for _, s := range sections {
-		text.WriteString(s.Val())
-	}
-	m, ok := parseMemory(addr, text.String())
+	m, ok := parseMemory(addr, text)
 	if !ok {
 		return NodeMemory{}, fmt.Errorf("%s: INFO memory has no maxmemory_policy", addr)
 	}
@@ -107,22 +99,31 @@ func ReadMemory(ctx context.Context, c *redis.Client, addr string) (NodeMemory, 
 // same round trip asks for the process behind each node (run).
 func (r *Router) Memory(ctx context.Context) (known []NodeMemory, unknown []string) {
 	return askEveryNode(r.topo.Load(), func(n *node) (NodeMemory, bool) {
-		pipe := n.probe.Pipeline()
-		var sections []*redis.StringCmd
-		for _, s := range []string{"memory", "stats", "clients", "server", "replication", "keyspace", "persistence"} {
-			sections = append(sections, pipe.Info(ctx, s))
-		}
-		if _, err := pipe.Exec(ctx); err != nil {
+		text, err := readInfo(ctx, n.probe, "memory", "stats", "clients", "server", "replication", "keyspace", "persistence")
+		if err != nil {
 			return NodeMemory{}, false
 		}
-		var text strings.Builder
-		for _, s := range sections {
-			text.WriteString(s.Val() + "\n")
-		}
-		m, ok := parseMemory(n.addr, text.String())
-		m.run, _ = parseNodeRun(n.addr, text.String())
+		m, ok := parseMemory(n.addr, text)
+		m.run, _ = parseNodeRun(n.addr, text)
 		return m, ok
 	})
+}
+
+// readInfo reads INFO sections in one round trip, as one text.
+func readInfo(ctx context.Context, c *redis.Client, sections ...string) (string, error) {
+	pipe := c.Pipeline()
+	var cmds []*redis.StringCmd
+	for _, s := range sections {
+		cmds = append(cmds, pipe.Info(ctx, s))
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return "", err
+	}
+	var text strings.Builder
+	for _, c := range cmds {
+		text.WriteString(c.Val() + "\n")
+	}
+	return text.String(), nil
 }
 
 // askEveryNode asks every node of t at once and returns the answers of

@@ -1,7 +1,6 @@
 package verify
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -328,6 +327,17 @@ func (n *nemesis) waitPromoted(ctx context.Context, replicas []*localcluster.Nod
 // ends well within the nemesis's time to heal.
 const reshardSlots = 1000
 
+// byAddr is the primaries of SlotCounts in the order of their addresses:
+// map order is random, and the run's seed, not it, must pick among them.
+func byAddr(counts map[*localcluster.Node]int) []*localcluster.Node {
+	out := make([]*localcluster.Node, 0, len(counts))
+	for node := range counts {
+		out = append(out, node)
+	}
+	slices.SortFunc(out, func(a, b *localcluster.Node) int { return strings.Compare(a.Addr, b.Addr) })
+	return out
+}
+
 // openMigration leaves the slot with the most keys of a primary chosen at
 // random half moved to another, for the fault's length, as a reshard that
 // was interrupted does: Apollo meets ASK for the keys moved and created
@@ -338,14 +348,10 @@ func (n *nemesis) openMigration(ctx context.Context) (drill.Fault, error) {
 	if err != nil {
 		return nil, err
 	}
-	var primaries []*localcluster.Node
-	for node := range counts {
-		primaries = append(primaries, node)
-	}
+	primaries := byAddr(counts)
 	if len(primaries) < 2 {
 		return nil, fmt.Errorf("a migration needs two primaries, the cluster has %d", len(primaries))
 	}
-	slices.SortFunc(primaries, func(a, b *localcluster.Node) int { return strings.Compare(a.Addr, b.Addr) }) // the run's seed, not map order, picks
 	from := n.pick(primaries)
 	to := n.pick(slices.DeleteFunc(slices.Clone(primaries), func(p *localcluster.Node) bool { return p == from }))
 	var finish func(context.Context) error
@@ -373,16 +379,11 @@ func (n *nemesis) reshard(ctx context.Context) (drill.Fault, error) {
 	if err != nil {
 		return nil, err
 	}
-	primaries := make([]*localcluster.Node, 0, len(counts))
-	for node := range counts {
-		primaries = append(primaries, node)
-	}
+	primaries := byAddr(counts)
 	if len(primaries) < 2 {
 		return nil, fmt.Errorf("resharding needs two primaries, the cluster has %d", len(primaries))
 	}
-	slices.SortFunc(primaries, func(a, b *localcluster.Node) int { // map order is random; the run's seed is not
-		return cmp.Or(counts[b]-counts[a], strings.Compare(a.Addr, b.Addr))
-	})
+	slices.SortStableFunc(primaries, func(a, b *localcluster.Node) int { return counts[b] - counts[a] })
 	from := primaries[0]
 	if counts[from] < reshardSlots {
 		return nil, fmt.Errorf("the largest shard serves %d slots, fewer than the %d to move", counts[from], reshardSlots)
