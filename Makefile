@@ -121,6 +121,7 @@ drill: redis build
 	./$(BIN) drill --scenario replica-crash --svg docs/drill-replica-crash.svg
 	./$(BIN) drill --scenario replica-hang --svg docs/drill-replica-hang.svg
 	./$(BIN) drill --scenario replica-cutoff --svg docs/drill-replica-cutoff.svg
+	./$(BIN) drill --scenario replica-lossy --svg docs/drill-replica-lossy.svg
 
 # A rainstorm over one district, with Spampede off, in shadow and on (about 10 minutes).
 spike: redis build

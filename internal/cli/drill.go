@@ -30,7 +30,10 @@ until a full sync 5 s later; a missing driver counts as a failed command),
 primary-crash, slow-replica, reshard, full-outage, replica-cutoff (the path
 between the drill's clients and the replica is cut by iptables, every packet
 dropped both ways, while the cluster sees nothing wrong and keeps offering
-it: needs iptables and root). Exit code 1 when apollo misses the SLO.`
+it: needs iptables and root), replica-lossy (the same path loses 5 % of its
+packets, each on its own chance, both ways, as a failing card or switch port
+does: nothing fails outright, TCP sends again what was lost, 200 ms later at
+the earliest; needs iptables and root). Exit code 1 when apollo misses the SLO.`
 
 func runDrill(ctx context.Context, e env, args []string) error {
 	cfg := drill.DefaultConfig()

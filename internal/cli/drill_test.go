@@ -77,8 +77,11 @@ func TestDrillReproducesThe2019IncidentAndApolloSurvivesIt(t *testing.T) {
 // TestDrillOtherScenariosRunEndToEnd runs the remaining scenarios against
 // apollo alone, briefly: each must inject, heal and report.
 func TestDrillOtherScenariosRunEndToEnd(t *testing.T) {
-	for _, sc := range []string{"replica-busy", "primary-crash", "slow-replica", "reshard", "full-outage"} {
+	for _, sc := range []string{"replica-busy", "primary-crash", "slow-replica", "reshard", "full-outage", "replica-lossy"} {
 		t.Run(sc, func(t *testing.T) {
+			if sc == "replica-lossy" {
+				clustertest.NeedFirewall(t)
+			}
 			res, code, out := runDrillForTest(t, "--scenario", sc, "--configs", "apollo", "--duration", "10s", "--fault-at", "3s", "--drivers", "2000", "--node-timeout", "2s", "--workers", "8")
 			if len(res.Configs) != 1 || res.Configs[0].Calls == 0 || res.Fault == "" {
 				t.Fatalf("report: %+v", res)

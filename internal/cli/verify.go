@@ -69,7 +69,11 @@ the most to another, under the workload: needs redis-cli), cluster-restart
 (every node killed and restarted from its data directory: what survives is
 --persistence's), primary-slow, replica-slow (the node stopped 500 ms of
 every 650 ms, SIGSTOP and SIGCONT, never long enough to be failed over: a
-grey node that takes, late, what it was sent), conn-kill (every client
+grey node that takes, late, what it was sent), primary-lossy, replica-lossy
+(5 % of the node's packets lost, to and from every address, each on its own
+chance, by iptables: a failing card or switch port; TCP sends again what was
+lost, 200 ms later at the earliest, so some requests take seconds; needs
+iptables and root), conn-kill (every client
 connection of one node closed every 200 ms, CLIENT KILL: requests in flight
 lose their answers), primary-pause-writes (CLIENT PAUSE WRITE on a primary for
 the fault's length, as a manual failover does: reads go on, writes wait),

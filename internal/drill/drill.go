@@ -86,7 +86,7 @@ func Execute(ctx context.Context, cfg Config, out io.Writer, log *slog.Logger) (
 		res.SLO = cfg.SLO.Judge(res.Configs)
 		return res, nil
 	}
-	if cfg.Scenario == ReplicaCutOff {
+	if cfg.Scenario.onClientsPath() {
 		if err := localcluster.CheckFirewall(ctx); err != nil {
 			return res, fmt.Errorf("scenario %s cannot run here: %w", cfg.Scenario, err)
 		}
@@ -109,7 +109,7 @@ func Execute(ctx context.Context, cfg Config, out io.Writer, log *slog.Logger) (
 func runConfig(ctx context.Context, cfg Config, name string, out io.Writer, log *slog.Logger) (Report, string, error) {
 	fmt.Fprintf(out, "\n== %s: starting a fresh %d × %d cluster (node timeout %s) ==\n", name, cfg.Cluster.Primaries, cfg.Cluster.Replicas, cfg.Cluster.NodeTimeout)
 	cl := cfg.Cluster
-	if cfg.Scenario == ReplicaCutOff {
+	if cfg.Scenario.onClientsPath() {
 		cl.OwnAddrs = true // addresses of its own, so that a rule cuts its clients alone
 	}
 	c, err := localcluster.Start(ctx, cl)

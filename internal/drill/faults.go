@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os/exec"
+	"strings"
 	"sync"
 	"time"
 
@@ -58,6 +59,27 @@ func Slow(c *localcluster.Cluster, n *localcluster.Node, label string, stop, run
 			sleep(ctx, run)
 		},
 		heal: func(ctx context.Context) error { return errors.Join(n.Resume(), c.WaitHealthy(ctx)) },
+	}
+}
+
+// Lossy drops fraction of the packets between n and hosts (every address
+// when none are given), each on its own chance, both ways
+// (localcluster.Lossy); healing stops it. label says which node it is.
+func Lossy(c *localcluster.Cluster, n *localcluster.Node, label string, fraction float64, hosts ...string) Fault {
+	between := "every address"
+	if len(hosts) > 0 {
+		between = strings.Join(hosts, ", ")
+	}
+	restore := func(context.Context) error { return nil }
+	return FaultFunc{Label: fmt.Sprintf("%s %s losing %g %% of its packets (to and from %s)", label, n.Addr, 100*fraction, between),
+		InjectFn: func(ctx context.Context) error {
+			r, err := c.Lossy(ctx, n, fraction, hosts...)
+			if err == nil {
+				restore = r
+			}
+			return err
+		},
+		HealFn: func(ctx context.Context) error { return restore(ctx) },
 	}
 }
 

@@ -31,11 +31,22 @@ const (
 	// nothing wrong and keeps offering the replica: the 2019 incident as
 	// one host's route or firewall rule brings it about.
 	ReplicaCutOff Scenario = "replica-cutoff"
+	// ReplicaLossy: the path between the drill's clients and a replica
+	// loses a share of its packets (iptables, each packet on its own
+	// chance, both ways): a failing card, cable or switch port. Nothing
+	// fails outright; TCP sends again what was lost, 200 ms later at the
+	// earliest, and some calls take seconds. The cluster sees nothing.
+	ReplicaLossy Scenario = "replica-lossy"
 )
+
+// lossyFraction is the share of packets ReplicaLossy drops: enough that
+// about one request in eight to the replica waits for TCP to send
+// something again, and a few for seconds, while it answers PING.
+const lossyFraction = 0.05
 
 // Scenarios lists every scenario.
 func Scenarios() []Scenario {
-	return []Scenario{ReplicaCrash, ReplicaHang, ReplicaBusy, ReplicaResync, PrimaryCrash, SlowReplica, ReshardSlots, FullOutage, ReplicaCutOff}
+	return []Scenario{ReplicaCrash, ReplicaHang, ReplicaBusy, ReplicaResync, PrimaryCrash, SlowReplica, ReshardSlots, FullOutage, ReplicaCutOff, ReplicaLossy}
 }
 
 // ParseScenario parses a scenario name.
@@ -83,14 +94,26 @@ func (s Scenario) Fault(ctx context.Context, c *localcluster.Cluster) (Fault, er
 			return nil, err
 		}
 		return cutOff(c, host.String(), replicas[0]), nil
+	case ReplicaLossy:
+		host, err := s.clientsHost(c)
+		if err != nil {
+			return nil, err
+		}
+		return Lossy(c, replicas[0], "replica", lossyFraction, host.String()), nil
 	}
 	return nil, fmt.Errorf("unknown scenario %q", s)
 }
 
+// onClientsPath reports whether the fault is on the path between the
+// drill's clients and a node (a firewall rule naming their address), not
+// on the node: such a scenario needs iptables, and a cluster whose nodes
+// and clients have addresses of their own.
+func (s Scenario) onClientsPath() bool { return s == ReplicaCutOff || s == ReplicaLossy }
+
 // clientsHost is the local address the drill's clients connect from when
-// the scenario cuts their path (ReplicaCutOff); the zero Addr otherwise.
+// the fault is on their path; the zero Addr otherwise.
 func (s Scenario) clientsHost(c *localcluster.Cluster) (netip.Addr, error) {
-	if s != ReplicaCutOff {
+	if !s.onClientsPath() {
 		return netip.Addr{}, nil
 	}
 	host, err := c.ClientHost(0)

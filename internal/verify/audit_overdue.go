@@ -14,7 +14,7 @@ const CodeReservationOverdue = "reservation_overdue"
 
 // writableFaults never stop Apollo from writing a shard: replicas failing,
 // an instance failing (another sweeps, within the slack).
-var writableFaults = append([]string{"replica-crash", "replica-hang", "replica-slow", "replica-resync"}, instanceFaults...)
+var writableFaults = append([]string{"replica-crash", "replica-hang", "replica-slow", "replica-resync", "replica-lossy"}, instanceFaults...)
 
 // OverdueReservations (G5, over the run, not only at its end): no driver
 // read showed a reservation that was not accepted still alive more than

@@ -130,7 +130,7 @@ func (c Config) CheckMachine(ctx context.Context) error {
 			return fmt.Errorf("the reshard fault needs redis-cli (apt-get install redis-tools; or choose --faults without it): %w", err)
 		}
 	}
-	for _, f := range []string{"primary-partition", "instance-partition", "instance-primary-partition", "instance-replica-partition"} {
+	for _, f := range []string{"primary-partition", "instance-partition", "instance-primary-partition", "instance-replica-partition", "primary-lossy", "replica-lossy"} {
 		if !usesFault(c.Faults, f) {
 			continue
 		}
