@@ -32,8 +32,9 @@ between the drill's clients and the replica is cut by iptables, every packet
 dropped both ways, while the cluster sees nothing wrong and keeps offering
 it: needs iptables and root), replica-lossy (the same path loses 5 % of its
 packets, each on its own chance, both ways, as a failing card or switch port
-does: nothing fails outright, TCP sends again what was lost, 200 ms later at
-the earliest; needs iptables and root). Exit code 1 when apollo misses the SLO.`
+does: nothing fails outright, TCP sends again what was lost, a request's or
+its answer's packet about 200 ms later at the earliest; needs iptables and
+root). Exit code 1 when apollo misses the SLO.`
 
 func runDrill(ctx context.Context, e env, args []string) error {
 	cfg := drill.DefaultConfig()
@@ -73,7 +74,7 @@ func runDrill(ctx context.Context, e env, args []string) error {
 	}
 	cfg.RedisAddrs = splitList(*redisAddrs)
 	if len(cfg.RedisAddrs) > 0 && cfg.Scenario != drill.ReplicaHang {
-		return usageError{fmt.Errorf("scenario %s kills or stops Redis processes, so it runs only on the local clusters the drill starts itself; with --redis-addrs only replica-hang (CLIENT PAUSE) can run", cfg.Scenario)}
+		return usageError{fmt.Errorf("scenario %s kills, stops or cuts off Redis processes, so it runs only on the local clusters the drill starts itself; with --redis-addrs only replica-hang (CLIENT PAUSE) can run", cfg.Scenario)}
 	}
 	if err := cfg.Validate(); err != nil {
 		return usageError{err}

@@ -61,6 +61,10 @@ and root), instance-primary-partition (the same between one apollo instance
 and one primary only: the cluster and the other instances see nothing
 wrong), instance-replica-partition (the same with one replica: the 2019
 incident from one instance's side, as the cluster keeps offering it),
+instance-primary-oneway (one primary's packets to one apollo instance
+dropped, not the instance's to it: its commands arrive and run, their
+answers never come, as an asymmetric route does; every write it sends is
+done and of unknown outcome to it),
 slot-migration-stuck (the slot with the most keys of one primary left
 half moved to another, MIGRATING and IMPORTING, as an interrupted reshard
 leaves it, until healing finishes the move),
@@ -72,8 +76,8 @@ every 650 ms, SIGSTOP and SIGCONT, never long enough to be failed over: a
 grey node that takes, late, what it was sent), primary-lossy, replica-lossy
 (5 % of the node's packets lost, to and from every address, each on its own
 chance, by iptables: a failing card or switch port; TCP sends again what was
-lost, 200 ms later at the earliest, so some requests take seconds; needs
-iptables and root), conn-kill (every client
+lost, a request's or its answer's packet about 200 ms later at the earliest,
+so some requests take seconds; needs iptables and root), conn-kill (every client
 connection of one node closed every 200 ms, CLIENT KILL: requests in flight
 lose their answers), primary-pause-writes (CLIENT PAUSE WRITE on a primary for
 the fault's length, as a manual failover does: reads go on, writes wait),

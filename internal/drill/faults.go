@@ -64,14 +64,16 @@ func Slow(c *localcluster.Cluster, n *localcluster.Node, label string, stop, run
 
 // Lossy drops fraction of the packets between n and hosts (every address
 // when none are given), each on its own chance, both ways
-// (localcluster.Lossy); healing stops it. label says which node it is.
+// (localcluster.Lossy); healing stops it and waits for the cluster to be
+// whole (a node whose cluster bus was lossy may have been failing). label
+// says which node it is.
 func Lossy(c *localcluster.Cluster, n *localcluster.Node, label string, fraction float64, hosts ...string) Fault {
 	between := "every address"
 	if len(hosts) > 0 {
 		between = strings.Join(hosts, ", ")
 	}
 	restore := func(context.Context) error { return nil }
-	return FaultFunc{Label: fmt.Sprintf("%s %s losing %g %% of its packets (to and from %s)", label, n.Addr, 100*fraction, between),
+	return FaultFunc{Label: fmt.Sprintf("%s %s losing %.3g %% of its packets (to and from %s)", label, n.Addr, 100*fraction, between),
 		InjectFn: func(ctx context.Context) error {
 			r, err := c.Lossy(ctx, n, fraction, hosts...)
 			if err == nil {
@@ -79,7 +81,7 @@ func Lossy(c *localcluster.Cluster, n *localcluster.Node, label string, fraction
 			}
 			return err
 		},
-		HealFn: func(ctx context.Context) error { return restore(ctx) },
+		HealFn: func(ctx context.Context) error { return errors.Join(restore(ctx), c.WaitHealthy(ctx)) },
 	}
 }
 

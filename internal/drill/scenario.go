@@ -34,15 +34,17 @@ const (
 	// ReplicaLossy: the path between the drill's clients and a replica
 	// loses a share of its packets (iptables, each packet on its own
 	// chance, both ways): a failing card, cable or switch port. Nothing
-	// fails outright; TCP sends again what was lost, 200 ms later at the
-	// earliest, and some calls take seconds. The cluster sees nothing.
+	// fails outright; TCP sends again what was lost (a request's or its
+	// answer's packet about 200 ms later at the earliest), and some calls
+	// take seconds. The cluster sees nothing.
 	ReplicaLossy Scenario = "replica-lossy"
 )
 
-// lossyFraction is the share of packets ReplicaLossy drops: enough that
-// about one request in eight to the replica waits for TCP to send
-// something again, and a few for seconds, while it answers PING.
-const lossyFraction = 0.05
+// LossyFraction is the share of packets a lossy node drops (ReplicaLossy,
+// verify's lossy faults): enough that about one request in ten to it
+// waits for TCP to send something again, and a few wait seconds, while it
+// answers PING and stays in the cluster.
+const LossyFraction = 0.05
 
 // Scenarios lists every scenario.
 func Scenarios() []Scenario {
@@ -99,7 +101,7 @@ func (s Scenario) Fault(ctx context.Context, c *localcluster.Cluster) (Fault, er
 		if err != nil {
 			return nil, err
 		}
-		return Lossy(c, replicas[0], "replica", lossyFraction, host.String()), nil
+		return Lossy(c, replicas[0], "replica", LossyFraction, host.String()), nil
 	}
 	return nil, fmt.Errorf("unknown scenario %q", s)
 }

@@ -33,6 +33,23 @@ func (c *Cluster) ClientHost(i int) (string, error) {
 // lost, and TCP sends it again once reconnect removes the rules (Close
 // removes them too).
 func (c *Cluster) CutOff(ctx context.Context, host string, nodes ...*Node) (reconnect func(context.Context) error, err error) {
+	return c.cut(ctx, host, true, nodes)
+}
+
+// CutAnswers drops every packet from nodes (every node when none are
+// given) to host, and none the other way: a path that fails one way, as
+// an asymmetric route or a one-sided firewall rule does. What the client
+// sends arrives and runs (TCP's acknowledgements are lost, so it sends
+// again, and the node drops the copies); no answer comes back, and no new
+// connection is made (the node's SYN-ACK is lost). A write so cut was done
+// and its client cannot know.
+func (c *Cluster) CutAnswers(ctx context.Context, host string, nodes ...*Node) (reconnect func(context.Context) error, err error) {
+	return c.cut(ctx, host, false, nodes)
+}
+
+// cut drops the packets from nodes to host, and from host to nodes too
+// when both.
+func (c *Cluster) cut(ctx context.Context, host string, both bool, nodes []*Node) (reconnect func(context.Context) error, err error) {
 	if !c.ownsClientHost(host) {
 		return nil, fmt.Errorf("%s is not one of the cluster's client addresses", host)
 	}
@@ -41,9 +58,10 @@ func (c *Cluster) CutOff(ctx context.Context, host string, nodes ...*Node) (reco
 	}
 	var rules [][]string
 	for _, n := range nodes {
-		rules = append(rules,
-			[]string{"-s", host, "-d", n.host(), "-j", "DROP"},
-			[]string{"-s", n.host(), "-d", host, "-j", "DROP"})
+		rules = append(rules, []string{"-s", n.host(), "-d", host, "-j", "DROP"})
+		if both {
+			rules = append(rules, []string{"-s", host, "-d", n.host(), "-j", "DROP"})
+		}
 	}
 	reconnect = func(ctx context.Context) error { return c.removeRules(ctx, rules) }
 	return reconnect, c.addRules(ctx, rules)

@@ -122,3 +122,61 @@ func TestAClientCutOffReachesNoNodeUntilReconnected(t *testing.T) {
 		t.Error("rules naming the client are left after reconnect")
 	}
 }
+
+// A client whose answers are cut still writes: its command arrives and
+// runs, and it hears nothing back, nor can it connect again, until
+// reconnected.
+func TestAClientWhoseAnswersAreCutStillWritesAndHearsNothing(t *testing.T) {
+	clustertest.NeedFirewall(t)
+	c := clustertest.Start(t, func(cfg *localcluster.Config) {
+		cfg.Primaries, cfg.Replicas, cfg.OwnAddrs = 3, 0, true
+	})
+	ctx := ctxFor(t, 60*time.Second)
+	host, err := c.ClientHost(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := c.Nodes()[0]
+	// clientFrom connects from host; a new one after the cut, as go-redis's
+	// pool keeps a failed dial's error for a while.
+	clientFrom := func() *redis.Client {
+		d := net.Dialer{Timeout: 300 * time.Millisecond, LocalAddr: &net.TCPAddr{IP: net.ParseIP(host)}}
+		return redis.NewClient(&redis.Options{Addr: n.Addr, Dialer: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			return d.DialContext(ctx, network, addr)
+		}, Username: c.Config().User, Password: c.Config().Password, MaxRetries: -1, ReadTimeout: 500 * time.Millisecond, PoolSize: 1})
+	}
+	from := clientFrom()
+	defer from.Close()
+	if err := from.Ping(ctx).Err(); err != nil { // a connection made before the cut
+		t.Fatal(err)
+	}
+	reconnect, err := c.CutAnswers(ctx, host, n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := keyOnShard(t, ctx, c, 0)
+	if err := from.Do(ctx, "SET", key, "sent", "NX").Err(); err == nil {
+		t.Fatal("the client heard an answer through the cut")
+	}
+	other := n.Client()
+	defer other.Close()
+	if got, err := other.Get(ctx, key).Result(); err != nil || got != "sent" {
+		t.Fatalf("%s = %q, %v: the cut client's write should have run", key, got, err)
+	}
+	again := clientFrom()
+	defer again.Close()
+	if err := again.Ping(ctx).Err(); err == nil {
+		t.Fatal("the client connected again through the cut")
+	}
+	if err := reconnect(ctx); err != nil {
+		t.Fatal(err)
+	}
+	after := clientFrom()
+	defer after.Close()
+	if err := after.Ping(ctx).Err(); err != nil {
+		t.Fatalf("no answer once reconnected: %v", err)
+	}
+	if strings.Contains(chains(t), host) {
+		t.Error("rules naming the client are left after reconnect")
+	}
+}

@@ -12,8 +12,10 @@ import (
 // past its reservation's end, while Redis could be written.
 const CodeReservationOverdue = "reservation_overdue"
 
-// writableFaults never stop Apollo from writing a shard: replicas failing,
-// an instance failing (another sweeps, within the slack).
+// writableFaults never stop Apollo from writing a shard: replicas failing
+// (the shard's other replica acknowledges, and the write proof waits for a
+// failing one at most once in a while: redisroute's holdLaggard), an
+// instance failing (another sweeps, within the slack).
 var writableFaults = append([]string{"replica-crash", "replica-hang", "replica-slow", "replica-resync", "replica-lossy"}, instanceFaults...)
 
 // OverdueReservations (G5, over the run, not only at its end): no driver

@@ -22,15 +22,25 @@ import (
 // wrong, and neither do the other instances. A replica cut off so is the
 // 2019 incident from one instance's side: the cluster's view keeps
 // offering it, and the instance must stop sending it reads on its own.
+//
+// With answersOnly, only the node's packets to the instance are lost: its
+// commands arrive and run, their answers never come, and no new connection
+// is made. Every write it sends then is done and of unknown outcome to it:
+// it must never say one was not applied, and a retry elsewhere must find
+// what it did.
 type cutOffFault struct {
-	c         *localcluster.Cluster
-	in        *Instance
-	node      *localcluster.Node // nil: every node
-	role      string             // node's: primary, replica
-	reconnect func(context.Context) error
+	c           *localcluster.Cluster
+	in          *Instance
+	node        *localcluster.Node // nil: every node
+	role        string             // node's: primary, replica
+	answersOnly bool
+	reconnect   func(context.Context) error
 }
 
 func (f *cutOffFault) Name() string {
+	if f.answersOnly {
+		return fmt.Sprintf("instance hears no answer from %s %s (packets to %s dropped, not from it) %s", f.role, f.node.Addr, f.in.RedisSource, f.in.Name)
+	}
 	if f.node != nil {
 		return fmt.Sprintf("instance cut off from %s %s (%s dropped both ways) %s", f.role, f.node.Addr, f.in.RedisSource, f.in.Name)
 	}
@@ -46,7 +56,11 @@ func (f *cutOffFault) Inject(ctx context.Context) error {
 	if f.node != nil {
 		nodes = append(nodes, f.node)
 	}
-	f.reconnect, err = f.c.CutOff(ctx, f.in.RedisSource, nodes...)
+	cut := f.c.CutOff
+	if f.answersOnly {
+		cut = f.c.CutAnswers
+	}
+	f.reconnect, err = cut(ctx, f.in.RedisSource, nodes...)
 	return err
 }
 

@@ -19,7 +19,7 @@ import (
 // without --faults injects them.
 func FaultNames() []string {
 	return []string{"replica-crash", "replica-hang", "primary-crash", "primary-hang", "primary-full", "primary-disk", "switchover", "forced-switchover", "handshake", "busy-script", "instance-kill",
-		"instance-pause", "instance-clock", "primary-partition", "reshard", "cluster-restart", "replica-resync", "primary-slow", "replica-slow", "conn-kill", "primary-pause-writes", "primary-restart", "maxclients", "instance-partition", "instance-primary-partition", "instance-replica-partition", "slot-migration-stuck", "primary-lossy", "replica-lossy"}
+		"instance-pause", "instance-clock", "primary-partition", "reshard", "cluster-restart", "replica-resync", "primary-slow", "replica-slow", "conn-kill", "primary-pause-writes", "primary-restart", "maxclients", "instance-partition", "instance-primary-partition", "instance-replica-partition", "slot-migration-stuck", "primary-lossy", "replica-lossy", "instance-primary-oneway"}
 }
 
 // slowStop and slowRun are the slow faults' pulses: the node is stopped
@@ -28,12 +28,6 @@ func FaultNames() []string {
 // replaced by no one. A pause is longer than the router's stall bound, so
 // requests to it time out while it still takes, later, what they sent.
 const slowStop, slowRun = 500 * time.Millisecond, 150 * time.Millisecond
-
-// lossyFraction is the share of a lossy node's packets lost, to and from
-// every address (instances, the other nodes): about one request in eight
-// to it waits for TCP to send something again, 200 ms later at the
-// earliest, and a few wait seconds, while it stays in the cluster.
-const lossyFraction = 0.05
 
 // connKillEvery is how often conn-kill closes a node's client connections.
 const connKillEvery = 200 * time.Millisecond
@@ -205,9 +199,9 @@ func (n *nemesis) fault(ctx context.Context, name string) (drill.Fault, error) {
 	case "primary-slow":
 		return drill.Slow(n.c, primary, "primary", slowStop, slowRun), nil
 	case "replica-lossy":
-		return drill.Lossy(n.c, n.pick(replicas), "replica", lossyFraction), nil
+		return drill.Lossy(n.c, n.pick(replicas), "replica", drill.LossyFraction), nil
 	case "primary-lossy":
-		return drill.Lossy(n.c, primary, "primary", lossyFraction), nil
+		return drill.Lossy(n.c, primary, "primary", drill.LossyFraction), nil
 	case "conn-kill":
 		// Every request in flight to the node loses its answer, over and
 		// over: writes of unknown outcome, connections made again.
@@ -248,6 +242,8 @@ func (n *nemesis) fault(ctx context.Context, name string) (drill.Fault, error) {
 			InjectFn: node.FillClients, HealFn: node.UnfillClients}, nil
 	case "instance-primary-partition":
 		return &cutOffFault{c: n.c, in: n.instances[n.rng.IntN(len(n.instances))], node: primary, role: "primary"}, nil
+	case "instance-primary-oneway":
+		return &cutOffFault{c: n.c, in: n.instances[n.rng.IntN(len(n.instances))], node: primary, role: "primary", answersOnly: true}, nil
 	case "instance-replica-partition":
 		return &cutOffFault{c: n.c, in: n.instances[n.rng.IntN(len(n.instances))], node: n.pick(replicas), role: "replica"}, nil
 	case "primary-partition":

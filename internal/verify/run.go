@@ -119,7 +119,8 @@ func (c Config) Slack() time.Duration {
 }
 
 // CheckMachine reports what this machine lacks for the run (redis-server;
-// iptables and root for a partition, redis-cli for a reshard), before
+// iptables and root for a partition, a cut path or a lossy node, redis-cli
+// for a reshard), before
 // anything is started.
 func (c Config) CheckMachine(ctx context.Context) error {
 	if err := localcluster.CheckInstalled(localcluster.DefaultConfig()); err != nil {
@@ -130,7 +131,7 @@ func (c Config) CheckMachine(ctx context.Context) error {
 			return fmt.Errorf("the reshard fault needs redis-cli (apt-get install redis-tools; or choose --faults without it): %w", err)
 		}
 	}
-	for _, f := range []string{"primary-partition", "instance-partition", "instance-primary-partition", "instance-replica-partition", "primary-lossy", "replica-lossy"} {
+	for _, f := range []string{"primary-partition", "instance-partition", "instance-primary-partition", "instance-replica-partition", "instance-primary-oneway", "primary-lossy", "replica-lossy"} {
 		if !usesFault(c.Faults, f) {
 			continue
 		}
