@@ -95,6 +95,8 @@ func rows() []row {
 				[]Query{{`histogram_quantile(0.99, sum by (node, le) (rate(apollo_redis_node_latency_seconds_bucket{instance=~"$instance"}[$__rate_interval])))`, "{{node}}"}}},
 			{"Nodes ejected from routing", "1 while a node is ejected (it did not answer, refused the handshake, or refused new connections at its maxclients).", "short",
 				[]Query{{`max by (node) (apollo_redis_node_ejected{instance=~"$instance"})`, "{{node}}"}}},
+			{"Node ejections", "Ejections a minute, by node and reason: a node ejected again and again (a link that loses packets, a node that pauses) is seldom out for long, so the panel above hardly shows it (ApolloRedisNodeFlapping).", "short",
+				[]Query{{`sum by (node, reason) (increase(apollo_redis_node_ejections_total{instance=~"$instance"}[1m]))`, "{{node}} {{reason}}"}}},
 			{"Slot map age", "Seconds since the slot map in use was fetched; refreshed every 5 s, so it grows only when refreshes fail.", "s",
 				[]Query{{`apollo_redis_topology_age_seconds{instance=~"$instance"}`, "{{instance}}"}}},
 			{"Slot redirects", "Replies that say a slot moved or is moving: moved (the slot map was old), ask (a key on the other side of a migration), tryagain (a command across a split slot, not run). TRYAGAIN that lasts is a migration left open: apollo check names it.", "ops",

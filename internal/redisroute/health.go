@@ -16,6 +16,10 @@ const (
 	ejectFull       = "full" // the node refuses new connections: maxclients reached
 )
 
+// ejectReasons lists every ejection reason: each node's counters start at
+// 0 for each, so that the first ejection is an increase to Prometheus.
+var ejectReasons = []string{ejectRefused, ejectUnanswered, ejectStalled, ejectAuth, ejectBusy, ejectFull}
+
 // eject stops routing to n until probes re-admit it. It refuses to eject
 // the last healthy node of a shard or more than MaxEjectedFraction of all
 // nodes: with nothing healthy left, trying a suspect node beats failing.

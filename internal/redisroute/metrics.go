@@ -155,12 +155,16 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 }
 
 func (m *metrics) forNode(addr string) nodeMetrics {
-	// A node is in routing, and not behind, until found otherwise.
+	// A node is in routing, and not behind, until found otherwise; its
+	// ejections are none yet (increase() misses a counter's first value).
 	m.ejected.WithLabelValues(addr)
+	for _, reason := range ejectReasons {
+		m.ejections.WithLabelValues(addr, reason)
+	}
 	return nodeMetrics{latency: m.latency.WithLabelValues(addr)}
 }
 
-// forgetLeft deletes the per-node gauges of the nodes in old that are not in
+// forgetLeft deletes the per-node gauges (and ejection counts) of the nodes in old that are not in
 // now (removed or replaced; Redis leaves failed nodes out of CLUSTER
 // SLOTS): an ejected node that left would otherwise read ejected until the
 // process restarts, and its alert never resolve.
@@ -169,6 +173,7 @@ func (m *metrics) forgetLeft(old, now *topology) {
 	for _, n := range old.nodes {
 		if in[n.addr] == nil {
 			m.ejected.DeleteLabelValues(n.addr)
+			m.ejections.DeletePartialMatch(prometheus.Labels{"node": n.addr})
 			m.replicaBehind.DeleteLabelValues(n.addr)
 			for _, g := range []*prometheus.GaugeVec{m.memoryUsed, m.memoryMax, m.memoryMayEvict, m.evictedKeys, m.clients, m.maxClients, m.cannotPersist, m.clockOffset} {
 				g.DeleteLabelValues(n.addr)

@@ -22,6 +22,11 @@ func TestTheGaugesOfANodeThatLeftTheTopologyAreDeleted(t *testing.T) {
 	if n := testutil.CollectAndCount(m.ejected); n != 2 {
 		t.Fatalf("%d ejected series before, want 2 (every node from the start)", n)
 	}
+	// Every reason's ejection count reads 0 from the start: the first
+	// ejection is an increase, which ApolloRedisNodeFlapping counts.
+	if n, want := testutil.CollectAndCount(m.ejections), 2*len(ejectReasons); n != want {
+		t.Fatalf("%d ejection series before, want %d (every node and reason from the start)", n, want)
+	}
 	m.forgetLeft(&topology{nodes: []*node{stays, leaves}}, &topology{nodes: []*node{stays}})
 	if n := testutil.CollectAndCount(m.ejected); n != 1 {
 		t.Errorf("%d ejected series after the node left, want 1", n)
@@ -31,5 +36,8 @@ func TestTheGaugesOfANodeThatLeftTheTopologyAreDeleted(t *testing.T) {
 	}
 	if n := testutil.CollectAndCount(m.replicaBehind); n != 0 {
 		t.Errorf("%d replica-behind series after the node left, want 0", n)
+	}
+	if n, want := testutil.CollectAndCount(m.ejections), len(ejectReasons); n != want {
+		t.Errorf("%d ejection series after the node left, want %d", n, want)
 	}
 }
