@@ -64,7 +64,10 @@ incident from one instance's side, as the cluster keeps offering it),
 instance-primary-oneway (one primary's packets to one apollo instance
 dropped, not the instance's to it: its commands arrive and run, their
 answers never come, as an asymmetric route does; every write it sends is
-done and of unknown outcome to it),
+done and of unknown outcome to it), instance-lossy (one apollo instance's
+path to every Redis node loses 5 % of its packets, both ways, as its own
+failing card does: every node is slow to it now and then, and to no one
+else),
 slot-migration-stuck (the slot with the most keys of one primary left
 half moved to another, MIGRATING and IMPORTING, as an interrupted reshard
 leaves it, until healing finishes the move),

@@ -19,7 +19,7 @@ import (
 // without --faults injects them.
 func FaultNames() []string {
 	return []string{"replica-crash", "replica-hang", "primary-crash", "primary-hang", "primary-full", "primary-disk", "switchover", "forced-switchover", "handshake", "busy-script", "instance-kill",
-		"instance-pause", "instance-clock", "primary-partition", "reshard", "cluster-restart", "replica-resync", "primary-slow", "replica-slow", "conn-kill", "primary-pause-writes", "primary-restart", "maxclients", "instance-partition", "instance-primary-partition", "instance-replica-partition", "slot-migration-stuck", "primary-lossy", "replica-lossy", "instance-primary-oneway"}
+		"instance-pause", "instance-clock", "primary-partition", "reshard", "cluster-restart", "replica-resync", "primary-slow", "replica-slow", "conn-kill", "primary-pause-writes", "primary-restart", "maxclients", "instance-partition", "instance-primary-partition", "instance-replica-partition", "slot-migration-stuck", "primary-lossy", "replica-lossy", "instance-primary-oneway", "instance-lossy"}
 }
 
 // slowStop and slowRun are the slow faults' pulses: the node is stopped
@@ -176,6 +176,8 @@ func (n *nemesis) fault(ctx context.Context, name string) (drill.Fault, error) {
 			HealFn:   func(ctx context.Context) error { return in.Restart(ctx) }}, nil
 	case "instance-partition":
 		return &cutOffFault{c: n.c, in: n.instances[n.rng.IntN(len(n.instances))]}, nil
+	case "instance-lossy":
+		return &lossyInstanceFault{c: n.c, in: n.instances[n.rng.IntN(len(n.instances))]}, nil
 	case "cluster-restart":
 		return &restartFault{c: n.c}, nil
 	case "reshard":

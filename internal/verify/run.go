@@ -131,7 +131,7 @@ func (c Config) CheckMachine(ctx context.Context) error {
 			return fmt.Errorf("the reshard fault needs redis-cli (apt-get install redis-tools; or choose --faults without it): %w", err)
 		}
 	}
-	for _, f := range []string{"primary-partition", "instance-partition", "instance-primary-partition", "instance-replica-partition", "instance-primary-oneway", "primary-lossy", "replica-lossy"} {
+	for _, f := range []string{"primary-partition", "instance-partition", "instance-primary-partition", "instance-replica-partition", "instance-primary-oneway", "primary-lossy", "replica-lossy", "instance-lossy"} {
 		if !usesFault(c.Faults, f) {
 			continue
 		}
