@@ -109,7 +109,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, opts ...Option) (*Ap
 	}
 	if a.console, err = console.New(console.Deps{Instance: a.member.ID(), Router: a.router, Fleet: a.fleet,
 		Spampede: a.filter, Sampler: console.NewSampler(a.reg, time.Second, 180, time.Now, log), Faults: o.faults,
-		Now: a.router.Now, Log: log.With("component", "console")}); err != nil {
+		Now: a.router.Now, Log: log.With("component", "console"), Readiness: a.readiness}); err != nil {
 		a.router.Close()
 		return nil, err
 	}
@@ -202,6 +202,18 @@ func instanceID() string {
 
 // readyWithin bounds /readyz's read of the shards.
 const readyWithin = 500 * time.Millisecond
+
+// readiness is what /readyz answers: not ready while draining, else
+// ready's verdict. The console announces it to the fleet.
+func (a *App) readiness(ctx context.Context) error {
+	if a.draining.Load() {
+		return errDraining
+	}
+	return a.ready(ctx)
+}
+
+// errDraining: shutdown has begun, and the balancer should send no more.
+var errDraining = errors.New("draining")
 
 // ready is /readyz: this instance can serve, which is that some shard
 // serves a real keyed read within half a second, and that no other

@@ -186,6 +186,9 @@ func TestTheConsoleShowsTheClusterLiveInABrowser(t *testing.T) {
 	}
 	waitPage(10*time.Second, "both instances' rules version", `document.querySelectorAll('[data-instance-rules]').length === 2 &&
 		[...document.querySelectorAll('[data-instance-rules]')].every(e => e.textContent === "`+rulesVersion+`")`)
+	// Each instance announces its /readyz verdict: both are ready.
+	waitPage(10*time.Second, "both instances ready", `document.querySelectorAll('[data-instance-ready]').length === 2 &&
+		[...document.querySelectorAll('[data-instance-ready]')].every(e => e.textContent === "ready")`)
 
 	// A replica killed from the fault panel shows as ejected within 2 s:
 	// dev's rider reads find it dead.

@@ -45,8 +45,12 @@ type Deps struct {
 	Now    func() time.Time
 	Log    *slog.Logger
 	// AnnounceEvery is how often the instance announces its rules version
-	// (for TTL three times as long); 2 s when zero.
+	// and readiness (for TTL three times as long); 2 s when zero.
 	AnnounceEvery time.Duration
+	// Readiness is this instance's /readyz verdict (nil: ready), announced
+	// with the rules version so that any instance's console shows which
+	// of the fleet a load balancer would take out, and why. Optional.
+	Readiness func(context.Context) error
 }
 
 // Console serves the page and its data.
@@ -55,7 +59,8 @@ type Console struct {
 	now func() time.Time
 
 	mu    sync.Mutex
-	fleet fleetRead // under mu
+	fleet fleetRead    // under mu
+	own   announcement // under mu: what this instance last announced
 }
 
 // New returns the console; Run starts its background work.
@@ -75,8 +80,8 @@ func New(d Deps) (*Console, error) {
 	return &Console{d: d, now: d.Now}, nil
 }
 
-// Run samples the metrics and announces this instance's rules version
-// until stop is closed; the caller owns the goroutine.
+// Run samples the metrics and announces this instance's rules version and
+// readiness until stop is closed; the caller owns the goroutine.
 func (c *Console) Run(stop <-chan struct{}) {
 	done := make(chan struct{})
 	go func() {
@@ -96,12 +101,25 @@ func (c *Console) Run(stop <-chan struct{}) {
 	}
 }
 
-// announce tells the fleet which rules version is in force here.
+// announce tells the fleet which rules version is in force here, and
+// whether this instance is ready.
 func (c *Console) announce() {
-	about, _ := json.Marshal(announcement{RulesVersion: c.d.Spampede.Rules().Version})
 	ctx, cancel := context.WithTimeout(context.Background(), c.d.AnnounceEvery)
 	defer cancel()
+	a := announcement{RulesVersion: c.d.Spampede.Rules().Version}
+	if c.d.Readiness != nil {
+		err := c.d.Readiness(ctx)
+		ready := err == nil
+		a.Ready = &ready
+		if err != nil {
+			a.NotReady = err.Error()
+		}
+	}
+	c.mu.Lock()
+	c.own = a
+	c.mu.Unlock()
+	about, _ := json.Marshal(a)
 	if err := c.d.Fleet.Announce(ctx, c.d.Instance, about, 3*c.d.AnnounceEvery); err != nil {
-		c.d.Log.Debug("console: announcing the rules version", "err", err)
+		c.d.Log.Debug("console: announcing the rules version and readiness", "err", err)
 	}
 }

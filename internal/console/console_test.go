@@ -3,6 +3,7 @@ package console_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -111,7 +112,7 @@ func newRig(t *testing.T, withFaults bool) *rig {
 	r.latency = lat.WithLabelValues("127.0.0.1:7001")
 	clock := func() time.Time { return r.now }
 	r.sampler = console.NewSampler(r.reg, time.Second, 10, clock, nil)
-	r.fleet = &fakeFleet{announced: map[string][]byte{"b": []byte(`{"rules_version":3}`)}, members: []string{"a", "b", "c"},
+	r.fleet = &fakeFleet{announced: map[string][]byte{"b": []byte(`{"rules_version":3,"ready":false,"not_ready":"behind: primary 10.0.0.1:7000 does not answer"}`)}, members: []string{"a", "b", "c"},
 		view: []redisstore.PartitionView{{Partition: 0, Owner: "a", Open: 2, NextDue: r.now.Add(-10 * time.Second),
 			Created: []time.Time{r.now.Add(-2 * time.Second), r.now.Add(-40 * time.Second)}}, {Partition: 1}}}
 	cell, err := geocell.Of(1.3, 103.8, 30)
@@ -222,9 +223,12 @@ func TestTheStateIsTheRegistrysAndTheRoutersView(t *testing.T) {
 	if p.AgesRead != 2 || fmt.Sprint(p.Ages) != "[{5 1} {15 0} {30 0} {0 1}]" || p.Partitions[0].OldestSeconds != 42 {
 		t.Errorf("ages = %v (%d read), oldest %g s; want one under 5 s and one over 30 s, oldest 42 s", p.Ages, p.AgesRead, p.Partitions[0].OldestSeconds)
 	}
-	want := []console.InstanceRules{{Instance: "a", RulesVersion: 1, Self: true, Known: true}, {Instance: "b", RulesVersion: 3, Known: true}, {Instance: "c"}}
-	if fmt.Sprint(st.Spampede.Instances) != fmt.Sprint(want) {
-		t.Errorf("instances = %+v, want %+v", st.Spampede.Instances, want)
+	// This one's readiness is what it last announced: nothing yet (no Run).
+	fl := st.Fleet
+	if len(fl) != 3 || fl[0] != (console.Member{Instance: "a", RulesVersion: 1, Self: true, Known: true}) ||
+		fl[1].Instance != "b" || fl[1].RulesVersion != 3 || !fl[1].Known || fl[1].Ready == nil || *fl[1].Ready || fl[1].NotReady != "behind: primary 10.0.0.1:7000 does not answer" ||
+		fl[2] != (console.Member{Instance: "c"}) {
+		t.Errorf("fleet = %s; want a (this one, rules 1), b (rules 3, not ready, behind) and c (announced nothing)", mustJSON(t, fl))
 	}
 	if len(st.Spampede.Tripped) != 1 || len(st.Spampede.Tripped[0].Polygon) != 4 || st.Faults != nil {
 		t.Errorf("tripped = %+v, faults %+v; want one cell with 4 corners and no fault panel", st.Spampede.Tripped, st.Faults)
@@ -305,6 +309,66 @@ func TestRunAnnouncesTheRulesVersionAndStops(t *testing.T) {
 	}
 	close(stop)
 	<-done
+}
+
+// Each instance announces whether it is ready, and why not: any console
+// of the fleet shows which instance a load balancer would take out.
+func TestRunAnnouncesReadinessAndTheStateShowsItsOwn(t *testing.T) {
+	r := newRig(t, false)
+	var mu sync.Mutex
+	notReady := errors.New("no Redis shard answers")
+	c, err := console.New(console.Deps{Instance: "a", Router: fakeRouter{}, Fleet: r.fleet, Spampede: fakeSpampede{rules: spampede.DefaultRuleSet()},
+		Sampler: r.sampler, AnnounceEvery: 10 * time.Millisecond, Now: func() time.Time { return r.now },
+		Readiness: func(context.Context) error { mu.Lock(); defer mu.Unlock(); return notReady }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() { defer close(done); c.Run(stop) }()
+	defer func() { close(stop); <-done }()
+	waitAnnounced := func(want string) {
+		t.Helper()
+		deadline := time.Now().Add(5 * time.Second)
+		for {
+			r.fleet.mu.Lock()
+			a := string(r.fleet.announced["a"])
+			r.fleet.mu.Unlock()
+			if a == want {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("announced %s, want %s", a, want)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	waitAnnounced(`{"rules_version":1,"ready":false,"not_ready":"no Redis shard answers"}`)
+	srv := httptest.NewServer(c.Handler())
+	defer srv.Close()
+	resp, err := http.Get(srv.URL + "/console/api/state")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st console.State
+	err = json.NewDecoder(resp.Body).Decode(&st)
+	resp.Body.Close()
+	if err != nil || len(st.Fleet) == 0 || !st.Fleet[0].Self || st.Fleet[0].Ready == nil || *st.Fleet[0].Ready || st.Fleet[0].NotReady != "no Redis shard answers" {
+		t.Fatalf("this instance in the state: %s (%v); want not ready, with the reason", mustJSON(t, st.Fleet), err)
+	}
+	mu.Lock()
+	notReady = nil
+	mu.Unlock()
+	waitAnnounced(`{"rules_version":1,"ready":true}`)
+}
+
+func mustJSON(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }
 
 func TestNewNeedsItsCollaborators(t *testing.T) {

@@ -5,8 +5,9 @@
 // with role, health, latency, errors, replication and the age of the slot
 // map), the traffic per second (commands by result, hedges, retries,
 // fallbacks, shed reads), the booking pipeline (outcomes per second, open
-// bookings per partition and their owners across the fleet) and Spampede
-// (decisions per second, the rules in force on every instance, and the
+// bookings per partition and their owners across the fleet), the fleet
+// (every instance's readiness and rules version, as each announces them in
+// Redis) and Spampede (decisions per second, the rules in force, and the
 // tripped cells on a map of their polygons).
 //
 // Every figure comes from two places only: the service's own Prometheus

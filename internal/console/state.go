@@ -22,7 +22,10 @@ type State struct {
 	Traffic  Figures      `json:"traffic"`
 	Pipeline Pipeline     `json:"pipeline"`
 	Spampede SpampedeView `json:"spampede"`
-	Faults   *FaultsView  `json:"faults,omitempty"` // apollo dev only
+	// Fleet is every member of the fleet, this instance first, with what
+	// each last announced: its readiness and its rules version.
+	Fleet  []Member    `json:"fleet"`
+	Faults *FaultsView `json:"faults,omitempty"` // apollo dev only
 	// Problems lists the parts that could not be read this time (Redis
 	// views); the rest of the state is still current.
 	Problems []string `json:"problems,omitempty"`
@@ -110,18 +113,22 @@ type Owner struct {
 // SpampedeView is the filter: decisions, rules and tripped cells.
 type SpampedeView struct {
 	Figures
-	Rules     spampede.RuleSet `json:"rules"`
-	Instances []InstanceRules  `json:"instances"`
-	Tripped   []TrippedCell    `json:"tripped"`
+	Rules   spampede.RuleSet `json:"rules"`
+	Tripped []TrippedCell    `json:"tripped"`
 }
 
-// InstanceRules is the rules version an instance of the fleet has in force.
-type InstanceRules struct {
+// Member is an instance of the fleet as it announced itself (every 2 s):
+// the rules version it has in force and whether it is ready.
+type Member struct {
 	Instance     string `json:"instance"`
 	RulesVersion int64  `json:"rules_version"`
 	Self         bool   `json:"self"`
 	// Known is false for a member that announced nothing (yet).
 	Known bool `json:"known"`
+	// Ready is its /readyz verdict, nil when it announced none (a build
+	// without, or not announced yet); NotReady is why not.
+	Ready    *bool  `json:"ready"`
+	NotReady string `json:"not_ready,omitempty"`
 }
 
 // TrippedCell is a cell turning bookings away, with its polygon.
@@ -139,7 +146,9 @@ type TrippedCell struct {
 
 // announcement is what an instance announces to the others.
 type announcement struct {
-	RulesVersion int64 `json:"rules_version"`
+	RulesVersion int64  `json:"rules_version"`
+	Ready        *bool  `json:"ready,omitempty"`
+	NotReady     string `json:"not_ready,omitempty"`
 }
 
 // window is the span rates and quantiles are computed over.
@@ -159,7 +168,12 @@ func (c *Console) state(ctx context.Context) State {
 	if err := c.partitions(ctx, &st.Pipeline, now); err != nil {
 		st.Problems = append(st.Problems, "open bookings: "+err.Error())
 	}
-	st.Spampede = c.spampede(ctx, old, cur, now, &st.Problems)
+	st.Spampede = c.spampede(old, cur, now)
+	fl, err := c.members(ctx, now, st.Spampede.Rules.Version)
+	if err != nil {
+		st.Problems = append(st.Problems, "the fleet's announcements: "+err.Error())
+	}
+	st.Fleet = fl
 	if c.d.Faults != nil {
 		v := c.d.Faults.View()
 		st.Faults = &v
@@ -341,7 +355,7 @@ func (c *Console) fleetState(ctx context.Context, now time.Time) fleetRead {
 	return f
 }
 
-func (c *Console) spampede(ctx context.Context, old, cur sample, now time.Time, problems *[]string) SpampedeView {
+func (c *Console) spampede(old, cur sample, now time.Time) SpampedeView {
 	sv := SpampedeView{Figures: figuresByLabel(old, cur, "apollo_spampede_decisions_total", "outcome"), Rules: c.d.Spampede.Rules()}
 	for _, cs := range c.d.Spampede.TrippedCells(now, maxTripped) {
 		b := cs.Cell.Bounds()
@@ -349,30 +363,29 @@ func (c *Console) spampede(ctx context.Context, old, cur sample, now time.Time, 
 			Count: cs.Count, Until: cs.Until, Shadow: cs.Shadow,
 			Polygon: [][2]float64{{b.MinLat, b.MinLng}, {b.MinLat, b.MaxLng}, {b.MaxLat, b.MaxLng}, {b.MaxLat, b.MinLng}}})
 	}
-	inst, err := c.instances(ctx, now, sv.Rules.Version)
-	if err != nil {
-		*problems = append(*problems, "instances' rules: "+err.Error())
-	}
-	sv.Instances = inst
 	return sv
 }
 
-// instances lists the rules version in force on every member of the fleet,
-// this one from its own filter, the others from their announcements.
-func (c *Console) instances(ctx context.Context, now time.Time, own int64) ([]InstanceRules, error) {
+// members lists every member of the fleet: this one first, with the rules
+// version of its own filter and the readiness it last announced, then the
+// others from their announcements.
+func (c *Console) members(ctx context.Context, now time.Time, rules int64) ([]Member, error) {
 	f := c.fleetState(ctx, now)
-	out := []InstanceRules{{Instance: c.d.Instance, RulesVersion: own, Self: true, Known: true}}
+	c.mu.Lock()
+	own := c.own
+	c.mu.Unlock()
+	out := []Member{{Instance: c.d.Instance, RulesVersion: rules, Self: true, Known: true, Ready: own.Ready, NotReady: own.NotReady}}
 	for _, id := range f.members {
 		if id == c.d.Instance {
 			continue
 		}
-		ir := InstanceRules{Instance: id}
+		m := Member{Instance: id}
 		var a announcement
 		if raw, ok := f.about[id]; ok && json.Unmarshal(raw, &a) == nil {
-			ir.RulesVersion, ir.Known = a.RulesVersion, true
+			m.RulesVersion, m.Known, m.Ready, m.NotReady = a.RulesVersion, true, a.Ready, a.NotReady
 		}
-		out = append(out, ir)
+		out = append(out, m)
 	}
-	slices.SortFunc(out[1:], func(a, b InstanceRules) int { return cmp.Compare(a.Instance, b.Instance) })
+	slices.SortFunc(out[1:], func(a, b Member) int { return cmp.Compare(a.Instance, b.Instance) })
 	return out, f.aboutErr
 }

@@ -111,7 +111,21 @@ function render(st) {
   renderFigures("#spampede-figures", "spampede", st.spampede, SPAMPEDE_ROWS);
   renderPipeline(st.pipeline);
   renderSpampede(st.spampede, st.at);
+  renderFleet(st.fleet || [], st.spampede.rules.version);
   renderFaults(st.faults);
+}
+
+// renderFleet lists every instance as it announced itself: whether a load
+// balancer would send it requests (its /readyz), and its rules version.
+function renderFleet(members, rulesVersion) {
+  $("#fleet tbody").replaceChildren(...members.map(m => {
+    const ready = !m.known ? "not announced" : m.ready === null || m.ready === undefined ? "not reported" :
+      m.ready ? "ready" : "not ready: " + (m.not_ready || "");
+    return el("tr", { class: m.known && (m.ready === false || m.rules_version !== rulesVersion) ? "differs" : "" },
+      el("td", { class: "mono" }, m.instance + (m.self ? " (this one)" : "")),
+      el("td", { "data-instance-ready": m.instance }, ready),
+      el("td", { class: "num", "data-instance-rules": m.instance }, m.known ? m.rules_version : "not announced"));
+  }));
 }
 
 function nodeState(n) {
@@ -201,9 +215,6 @@ function renderSpampede(s, now) {
     el("td", { class: "num" }, r.cell_bits), el("td", { class: "num" }, r.bucket_seconds + " s"),
     el("td", { class: "num" }, r.threshold), el("td", { class: "num" }, r.hold_down_seconds + " s"),
     el("td", {}, r.shadow ? "shadow" : "enforcing"))));
-  $("#instances tbody").replaceChildren(...(s.instances || []).map(i => el("tr", { class: i.known && i.rules_version !== s.rules.version ? "differs" : "" },
-    el("td", { class: "mono" }, i.instance + (i.self ? " (this one)" : "")),
-    el("td", { class: "num", "data-instance-rules": i.instance }, i.known ? i.rules_version : "not announced"))));
   const tripped = s.tripped || [];
   $("#tripped-count").textContent = tripped.length;
   $("#tripped tbody").replaceChildren(...tripped.map(t => el("tr", { "data-cell": t.cell },
