@@ -47,7 +47,7 @@ func TestAnInstanceWhoseClockIsBehindCannotRecordADriverTheSweepFreed(t *testing
 	c := clustertest.Start(t, func(cfg *localcluster.Config) { cfg.Primaries, cfg.Replicas = 3, 1 })
 	config := func(id string) app.Config {
 		cfg := fleetConfig(c, id, 10*time.Second)
-		cfg.Fleet.Partitions = 1 // one sweeper: whoever holds partition 0
+		cfg.Fleet.Partitions = 1 // one sweeper: the holder of the one partition
 		cfg.Booking.ClaimHold, cfg.Booking.AllocationTimeout = 10*time.Second, time.Minute
 		cfg.Dispatch.ReservationTTL = 2 * time.Second
 		return cfg

@@ -945,3 +945,38 @@ func TestAnAllocationIsRecordedBeforeItsReservationEndsOrNever(t *testing.T) {
 		})
 	}
 }
+
+// someShares owns the given partitions of the open index, and gains none.
+type someShares []int
+
+func (s someShares) Owned() []fleet.Lease {
+	out := make([]fleet.Lease, 0, len(s))
+	for _, p := range s {
+		out = append(out, fleet.Lease{Partition: p})
+	}
+	return out
+}
+func (someShares) Gained() <-chan struct{} { return nil }
+
+// Every instance that works part of the open index sweeps, not only the
+// holder of partition 0: when that holder crashes, its lease still runs
+// for seconds, and a lapsed reservation must not wait for it. Claiming a
+// lapsed reservation takes it from the other sweepers for the hold.
+func TestAnInstanceWithoutPartitionZeroSweepsToo(t *testing.T) {
+	fl := &fakeFleet{drivers: map[string]driver.Driver{}}
+	clk := &clock{t: time.Unix(1_800_000_000, 0)}
+	orphan := driver.Driver{ID: "d-orphan", Status: driver.StatusReserved, BookingID: "bk-never-saved", ReservedUntil: clk.now().Add(-time.Minute)}
+	fl.drivers[orphan.ID] = orphan
+	rs := &fakeReservations{lapsed: []driver.Driver{orphan}}
+	cfg := DefaultConfig()
+	cfg.ScanEvery = 5 * time.Millisecond
+	svc, err := NewService(cfg, &fakeAdmit{}, fl, newMemStore(), fl, rs, someShares{1}, clk.now, nil, &fakeMetrics{outcomes: map[string]int{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc.Start()
+	defer svc.Stop()
+	eventually(t, "the orphan swept by the holder of partition 1", func() bool {
+		return fl.status(orphan.ID).Status == driver.StatusAvailable
+	})
+}

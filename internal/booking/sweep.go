@@ -17,10 +17,10 @@ const sweepBatch = 100
 //
 // A reservation its booking still holds (allocated to the driver, or
 // accepted with it) is left to the booking; any other is expired, or
-// declined if the driver had accepted. One instance sweeps at a time, the
-// holder of partition 0 (workers.go); while that lease changes hands two may
-// overlap, and the driver store's compare-and-set makes two sweeps of one
-// driver harmless.
+// declined if the driver had accepted. Every instance that holds a
+// partition sweeps (workers.go): ClaimLapsed hands each lapsed reservation
+// to one of them for the hold, and should a hold run out mid-sweep, the
+// driver store's compare-and-set makes two sweeps of one driver harmless.
 func (s *Service) sweep(ctx context.Context) {
 	if s.reserved == nil {
 		return

@@ -83,8 +83,11 @@ func (s *Service) scan() {
 				s.enqueue(id)
 			}
 		}
-		// One sweeper for the fleet: the holder of partition 0.
-		if len(owned) > 0 && owned[0].Partition == 0 {
+		// Every instance that works part of the index sweeps: a lapsed
+		// reservation must not wait for one instance's lease to run out
+		// when it crashes. Each claims what it settles (ClaimLapsed), so
+		// the sweepers share the work and do not repeat it.
+		if len(owned) > 0 {
 			s.sweep(ctx)
 		}
 		cancel()
