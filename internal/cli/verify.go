@@ -88,7 +88,10 @@ maxclients (one node full, as another application's connections make it: each
 new connection is greeted with its refusal and closed, those in use are
 served, the idle ones closed), or all. Two faults joined by + happen together, one an instance's and one the
 cluster's, e.g. instance-kill+forced-switchover (an instance killed while a
-replica is forced over): injected in that order, healed in the reverse. Each node has a loopback address
+replica is forced over): injected in that order, healed in the reverse. --faults random draws
+each fault from the seed instead: any of them, one in three an instance's
+together with the cluster's, so that a long run meets orders and pairs
+nobody listed, and the same seed draws them again. Each node has a loopback address
 of its own (127.A.B.n), so that a partition can be made between them.
 A failing partition's porcupine view is written as HTML next to the report.
 Exit code: 0 every check passed, 3 a violation, 4 a check undecided (and
@@ -102,7 +105,7 @@ func runVerify(ctx context.Context, e env, args []string) error {
 	fs.StringVar(&cfg.Bin, "apollo-bin", self, "the apollo binary whose serve is checked")
 	fs.IntVar(&cfg.Instances, "instances", cfg.Instances, "apollo serve processes sharing the cluster")
 	fs.DurationVar(&cfg.Duration, "duration", cfg.Duration, "how long the workload and the nemesis run")
-	faults := fs.String("faults", "all", "comma-separated faults to inject in turn, all, or none")
+	faults := fs.String("faults", "all", "comma-separated faults to inject in turn, all, random (drawn from --seed: any fault, one in three an instance's with the cluster's), or none")
 	fs.DurationVar(&cfg.FaultEvery, "fault-every", cfg.FaultEvery, "calm between two faults")
 	fs.DurationVar(&cfg.FaultFor, "fault-for", cfg.FaultFor, "how long each fault lasts")
 	fs.IntVar(&cfg.Drivers, "drivers", cfg.Drivers, "drivers in the workload (all near one pickup, so bookings compete)")

@@ -3,6 +3,7 @@ package verify
 import (
 	"context"
 	"errors"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
@@ -70,5 +71,51 @@ func TestAJointFaultHealsInTheReverseOrder(t *testing.T) {
 	none := &jointFault{parts: []drill.Fault{step("a", errors.New("refused")), step("b", errors.New("gone"))}}
 	if err := none.Inject(context.Background()); err == nil || !strings.Contains(err.Error(), "a: refused") || !strings.Contains(err.Error(), "b: gone") {
 		t.Errorf("Inject of two failing parts = %v, want both errors, named", err)
+	}
+}
+
+// A random schedule draws every fault, and pairs that parse, from its
+// seed: the same seed, the same schedule.
+func TestARandomScheduleDrawsEveryFaultFromItsSeed(t *testing.T) {
+	if got, err := ParseFaults(RandomFaults); err != nil || len(got) != 1 || got[0] != RandomFaults {
+		t.Fatalf("ParseFaults(random) = %v, %v", got, err)
+	}
+	draw := func(seed uint64) []string {
+		rng := rand.New(rand.NewPCG(seed, 7))
+		out := make([]string, 2000)
+		for i := range out {
+			out[i] = drawFault(rng)
+		}
+		return out
+	}
+	a := draw(1)
+	if !slices.Equal(a, draw(1)) || slices.Equal(a, draw(2)) {
+		t.Fatal("a schedule is not its seed's alone")
+	}
+	seen, pairs := map[string]bool{}, 0
+	for _, f := range a {
+		if strings.Contains(f, "+") {
+			pairs++
+			if _, err := parseJoint(f); err != nil {
+				t.Fatalf("drew %q: %v", f, err)
+			}
+		}
+		for _, p := range faultParts(f) {
+			seen[p] = true
+		}
+	}
+	for _, f := range FaultNames() {
+		if !seen[f] {
+			t.Errorf("%s never drawn in 2000", f)
+		}
+	}
+	if pairs < 500 || pairs > 830 {
+		t.Errorf("%d pairs in 2000 draws, want about a third", pairs)
+	}
+	if got := scheduled(a[:0:0]); len(got) != 0 {
+		t.Errorf("an empty schedule needs %v", got)
+	}
+	if !slices.Equal(scheduled([]string{RandomFaults}), FaultNames()) {
+		t.Error("a random schedule does not need what every fault needs")
 	}
 }

@@ -37,11 +37,15 @@ const connKillEvery = 200 * time.Millisecond
 // so that an instance keeping its own time could not hide it.
 const instanceClockOff = 8 * time.Second
 
-// ParseFaults parses a comma-separated fault list ("all" for every one),
-// where "a+b" is two faults together (fault_joint.go).
+// ParseFaults parses a comma-separated fault list ("all" for every one,
+// "random" for faults drawn from the seed: fault_random.go), where "a+b"
+// is two faults together (fault_joint.go).
 func ParseFaults(s string) ([]string, error) {
 	if s == "" || s == "all" {
 		return FaultNames(), nil
+	}
+	if s == RandomFaults {
+		return []string{RandomFaults}, nil
 	}
 	var out []string
 	for _, f := range strings.Split(s, ",") {
@@ -53,7 +57,7 @@ func ParseFaults(s string) ([]string, error) {
 			}
 			f = joint
 		} else if !slices.Contains(FaultNames(), f) {
-			return nil, fmt.Errorf("unknown fault %q (want some of %s, or all)", f, strings.Join(FaultNames(), ", "))
+			return nil, fmt.Errorf("unknown fault %q (want some of %s, or all, or random alone)", f, strings.Join(FaultNames(), ", "))
 		}
 		out = append(out, f)
 	}
@@ -117,6 +121,9 @@ func (n *nemesis) run(ctx context.Context) {
 			return
 		}
 		kind := n.faults[i%len(n.faults)]
+		if kind == RandomFaults {
+			kind = drawFault(n.rng)
+		}
 		f, err := n.fault(ctx, kind)
 		if err != nil {
 			n.add(FaultEvent{Kind: kind, Fault: kind, Action: "inject", At: time.Since(n.start).Nanoseconds(), Err: err.Error()})

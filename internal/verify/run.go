@@ -126,13 +126,14 @@ func (c Config) CheckMachine(ctx context.Context) error {
 	if err := localcluster.CheckInstalled(localcluster.DefaultConfig()); err != nil {
 		return err
 	}
-	if usesFault(c.Faults, "reshard") {
+	faults := scheduled(c.Faults)
+	if usesFault(faults, "reshard") {
 		if _, err := exec.LookPath("redis-cli"); err != nil {
 			return fmt.Errorf("the reshard fault needs redis-cli (apt-get install redis-tools; or choose --faults without it): %w", err)
 		}
 	}
 	for _, f := range []string{"primary-partition", "instance-partition", "instance-primary-partition", "instance-replica-partition", "instance-primary-oneway", "primary-lossy", "replica-lossy", "instance-lossy"} {
-		if !usesFault(c.Faults, f) {
+		if !usesFault(faults, f) {
 			continue
 		}
 		if err := localcluster.CheckFirewall(ctx); err != nil {
