@@ -152,6 +152,7 @@ verify: redis iptables build
 	./$(BIN) verify --instances 1 --duration 5m --json verify-1.json
 	./$(BIN) verify --instances 2 --duration 5m --json verify-2.json
 	./$(BIN) verify --instances 2 --duration 2m --faults forced-switchover --json verify-forced.json
+	./$(BIN) verify --instances 2 --duration 5m --faults random --seed $$(date +%s) --json verify-random.json
 
 # Apollo locally: a 3 × 2 Redis Cluster, the service, and a simulated fleet.
 demo: redis build
