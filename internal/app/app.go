@@ -98,7 +98,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, opts ...Option) (*Ap
 	readyReg := prometheus.NewRegistry()
 	ready := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "apollo_ready",
 		Help: "1 while /readyz would answer 200: not draining, some Redis shard answers, and no other instance reaches every primary this one reaches and more."}, func() float64 {
-		if a.draining.Load() || a.ready(context.Background()) != nil {
+		if a.readiness(context.Background()) != nil {
 			return 0
 		}
 		return 1
@@ -113,7 +113,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, opts ...Option) (*Ap
 		a.router.Close()
 		return nil, err
 	}
-	deps := httpapi.AdminDeps{Gatherer: prometheus.Gatherers{a.reg, readyReg}, Ready: a.ready, Draining: a.draining.Load, Log: log,
+	deps := httpapi.AdminDeps{Gatherer: prometheus.Gatherers{a.reg, readyReg}, Ready: a.readiness, Draining: a.draining.Load, Log: log,
 		Spampede: a.rules, Now: a.router.Now, Token: cfg.AdminToken, Cmdline: cfg.Cmdline, Console: a.console.Handler()}
 	a.api = &http.Server{Handler: handler, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second,
 		WriteTimeout: 40 * time.Second, IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10}
@@ -204,7 +204,9 @@ func instanceID() string {
 const readyWithin = 500 * time.Millisecond
 
 // readiness is what /readyz answers: not ready while draining, else
-// ready's verdict. The console announces it to the fleet.
+// ready's verdict. The apollo_ready gauge reads it, and the console
+// announces it to the fleet, so that the three cannot differ. (/readyz
+// asks Draining first all the same, which costs no Redis read.)
 func (a *App) readiness(ctx context.Context) error {
 	if a.draining.Load() {
 		return errDraining

@@ -5,8 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/apollo-platform/apollo/internal/redisroute"
 	"github.com/apollo-platform/apollo/internal/redisstore"
@@ -59,8 +62,10 @@ type Console struct {
 	now func() time.Time
 
 	mu    sync.Mutex
-	fleet fleetRead    // under mu
-	own   announcement // under mu: what this instance last announced
+	fleet fleetRead // under mu
+	// own is what this instance last announced: apart from mu, which a
+	// page's fleet read holds for up to a second.
+	own atomic.Pointer[announcement]
 }
 
 // New returns the console; Run starts its background work.
@@ -78,6 +83,23 @@ func New(d Deps) (*Console, error) {
 		d.AnnounceEvery = 2 * time.Second
 	}
 	return &Console{d: d, now: d.Now}, nil
+}
+
+// maxReason bounds a not-ready reason as announced: one line a shard can
+// make kilobytes on a large cluster, written every 2 s by every instance.
+const maxReason = 300
+
+// reason is err's first line, at most maxReason bytes (whole runes).
+func reason(err error) string {
+	s, _, _ := strings.Cut(err.Error(), "\n")
+	if len(s) <= maxReason {
+		return s
+	}
+	cut := maxReason
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
 }
 
 // Run samples the metrics and announces this instance's rules version and
@@ -112,12 +134,10 @@ func (c *Console) announce() {
 		ready := err == nil
 		a.Ready = &ready
 		if err != nil {
-			a.NotReady = err.Error()
+			a.NotReady = reason(err)
 		}
 	}
-	c.mu.Lock()
-	c.own = a
-	c.mu.Unlock()
+	c.own.Store(&a)
 	about, _ := json.Marshal(a)
 	if err := c.d.Fleet.Announce(ctx, c.d.Instance, about, 3*c.d.AnnounceEvery); err != nil {
 		c.d.Log.Debug("console: announcing the rules version and readiness", "err", err)

@@ -112,7 +112,7 @@ func newRig(t *testing.T, withFaults bool) *rig {
 	r.latency = lat.WithLabelValues("127.0.0.1:7001")
 	clock := func() time.Time { return r.now }
 	r.sampler = console.NewSampler(r.reg, time.Second, 10, clock, nil)
-	r.fleet = &fakeFleet{announced: map[string][]byte{"b": []byte(`{"rules_version":3,"ready":false,"not_ready":"behind: primary 10.0.0.1:7000 does not answer"}`)}, members: []string{"a", "b", "c"},
+	r.fleet = &fakeFleet{announced: map[string][]byte{"b": []byte(`{"rules_version":3,"ready":false,"not_ready":"instance c reaches the primaries of every slot this instance reaches (10923) and more (16384): this instance's path to a primary is cut"}`)}, members: []string{"a", "b", "c"},
 		view: []redisstore.PartitionView{{Partition: 0, Owner: "a", Open: 2, NextDue: r.now.Add(-10 * time.Second),
 			Created: []time.Time{r.now.Add(-2 * time.Second), r.now.Add(-40 * time.Second)}}, {Partition: 1}}}
 	cell, err := geocell.Of(1.3, 103.8, 30)
@@ -226,7 +226,7 @@ func TestTheStateIsTheRegistrysAndTheRoutersView(t *testing.T) {
 	// This one's readiness is what it last announced: nothing yet (no Run).
 	fl := st.Fleet
 	if len(fl) != 3 || fl[0] != (console.Member{Instance: "a", RulesVersion: 1, Self: true, Known: true}) ||
-		fl[1].Instance != "b" || fl[1].RulesVersion != 3 || !fl[1].Known || fl[1].Ready == nil || *fl[1].Ready || fl[1].NotReady != "behind: primary 10.0.0.1:7000 does not answer" ||
+		fl[1].Instance != "b" || fl[1].RulesVersion != 3 || !fl[1].Known || fl[1].Ready == nil || *fl[1].Ready || fl[1].NotReady != "instance c reaches the primaries of every slot this instance reaches (10923) and more (16384): this instance's path to a primary is cut" ||
 		fl[2] != (console.Member{Instance: "c"}) {
 		t.Errorf("fleet = %s; want a (this one, rules 1), b (rules 3, not ready, behind) and c (announced nothing)", mustJSON(t, fl))
 	}

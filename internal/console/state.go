@@ -371,10 +371,10 @@ func (c *Console) spampede(old, cur sample, now time.Time) SpampedeView {
 // others from their announcements.
 func (c *Console) members(ctx context.Context, now time.Time, rules int64) ([]Member, error) {
 	f := c.fleetState(ctx, now)
-	c.mu.Lock()
-	own := c.own
-	c.mu.Unlock()
-	out := []Member{{Instance: c.d.Instance, RulesVersion: rules, Self: true, Known: true, Ready: own.Ready, NotReady: own.NotReady}}
+	out := []Member{{Instance: c.d.Instance, RulesVersion: rules, Self: true, Known: true}}
+	if own := c.own.Load(); own != nil {
+		out[0].Ready, out[0].NotReady = own.Ready, own.NotReady
+	}
 	for _, id := range f.members {
 		if id == c.d.Instance {
 			continue

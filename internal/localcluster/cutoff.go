@@ -48,7 +48,9 @@ func (c *Cluster) CutAnswers(ctx context.Context, host string, nodes ...*Node) (
 }
 
 // cut drops the packets from nodes to host, and from host to nodes too
-// when both.
+// when both. A rule is the same whichever cut made it, and reconnect
+// removes every copy: undoing a CutAnswers undoes half of a CutOff of the
+// same host and node made meanwhile. Callers cut one way at a time.
 func (c *Cluster) cut(ctx context.Context, host string, both bool, nodes []*Node) (reconnect func(context.Context) error, err error) {
 	if !c.ownsClientHost(host) {
 		return nil, fmt.Errorf("%s is not one of the cluster's client addresses", host)

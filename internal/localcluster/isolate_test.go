@@ -139,13 +139,13 @@ func TestAClientWhoseAnswersAreCutStillWritesAndHearsNothing(t *testing.T) {
 	n := c.Nodes()[0]
 	// clientFrom connects from host; a new one after the cut, as go-redis's
 	// pool keeps a failed dial's error for a while.
-	clientFrom := func() *redis.Client {
+	clientFrom := func(addr string) *redis.Client {
 		d := net.Dialer{Timeout: 300 * time.Millisecond, LocalAddr: &net.TCPAddr{IP: net.ParseIP(host)}}
-		return redis.NewClient(&redis.Options{Addr: n.Addr, Dialer: func(ctx context.Context, network, addr string) (net.Conn, error) {
+		return redis.NewClient(&redis.Options{Addr: addr, Dialer: func(ctx context.Context, network, addr string) (net.Conn, error) {
 			return d.DialContext(ctx, network, addr)
 		}, Username: c.Config().User, Password: c.Config().Password, MaxRetries: -1, ReadTimeout: 500 * time.Millisecond, PoolSize: 1})
 	}
-	from := clientFrom()
+	from := clientFrom(n.Addr)
 	defer from.Close()
 	if err := from.Ping(ctx).Err(); err != nil { // a connection made before the cut
 		t.Fatal(err)
@@ -163,15 +163,21 @@ func TestAClientWhoseAnswersAreCutStillWritesAndHearsNothing(t *testing.T) {
 	if got, err := other.Get(ctx, key).Result(); err != nil || got != "sent" {
 		t.Fatalf("%s = %q, %v: the cut client's write should have run", key, got, err)
 	}
-	again := clientFrom()
+	again := clientFrom(n.Addr)
 	defer again.Close()
 	if err := again.Ping(ctx).Err(); err == nil {
 		t.Fatal("the client connected again through the cut")
 	}
+	// Only n's answers are cut: the host reaches the other nodes.
+	elsewhere := clientFrom(c.Nodes()[1].Addr)
+	defer elsewhere.Close()
+	if err := elsewhere.Ping(ctx).Err(); err != nil {
+		t.Errorf("another node did not answer the host whose answers from %s are cut: %v", n.Addr, err)
+	}
 	if err := reconnect(ctx); err != nil {
 		t.Fatal(err)
 	}
-	after := clientFrom()
+	after := clientFrom(n.Addr)
 	defer after.Close()
 	if err := after.Ping(ctx).Err(); err != nil {
 		t.Fatalf("no answer once reconnected: %v", err)

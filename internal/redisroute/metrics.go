@@ -155,20 +155,38 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 }
 
 func (m *metrics) forNode(addr string) nodeMetrics {
-	// A node is in routing, and not behind, until found otherwise; its
-	// ejections are none yet (increase() misses a counter's first value).
-	m.ejected.WithLabelValues(addr)
-	for _, reason := range ejectReasons {
-		m.ejections.WithLabelValues(addr, reason)
-	}
+	m.start(addr, false)
 	return nodeMetrics{latency: m.latency.WithLabelValues(addr)}
 }
 
-// forgetLeft deletes the per-node gauges (and ejection counts) of the nodes in old that are not in
-// now (removed or replaced; Redis leaves failed nodes out of CLUSTER
-// SLOTS): an ejected node that left would otherwise read ejected until the
-// process restarts, and its alert never resolve.
-func (m *metrics) forgetLeft(old, now *topology) {
+// start makes a node's series exist: its ejected gauge, and its ejections,
+// none yet for each reason (increase() misses a counter's first value).
+// A node is in routing, and not behind, until found otherwise.
+func (m *metrics) start(addr string, ejected bool) {
+	g := m.ejected.WithLabelValues(addr)
+	if ejected {
+		g.Set(1)
+	} else {
+		g.Set(0)
+	}
+	for _, reason := range ejectReasons {
+		m.ejections.WithLabelValues(addr, reason)
+	}
+}
+
+// followTopology keeps the per-node series with the slot map as it changes
+// from old to now. It deletes the series of the nodes that left (removed
+// or replaced; Redis leaves failed nodes out of CLUSTER SLOTS): an ejected
+// node that left would otherwise read ejected until the process restarts,
+// and its alert never resolve. It starts again those of the nodes that
+// came back, as a restarted node does.
+func (m *metrics) followTopology(old, now *topology) {
+	was := old.byAddr()
+	for _, n := range now.nodes {
+		if was[n.addr] == nil {
+			m.start(n.addr, n.ejected.Load())
+		}
+	}
 	in := now.byAddr()
 	for _, n := range old.nodes {
 		if in[n.addr] == nil {

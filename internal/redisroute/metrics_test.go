@@ -9,7 +9,8 @@ import (
 
 // A node that left the cluster's slot map (removed or replaced) leaves the
 // per-node gauges too: ejected for ever, it would keep its alert firing.
-func TestTheGaugesOfANodeThatLeftTheTopologyAreDeleted(t *testing.T) {
+// One that comes back (restarted) has them again, its ejections from 0.
+func TestTheSeriesOfANodeThatLeftTheTopologyAreDeletedAndStartAgainOnItsReturn(t *testing.T) {
 	m, err := newMetrics(prometheus.NewRegistry())
 	if err != nil {
 		t.Fatal(err)
@@ -27,7 +28,7 @@ func TestTheGaugesOfANodeThatLeftTheTopologyAreDeleted(t *testing.T) {
 	if n, want := testutil.CollectAndCount(m.ejections), 2*len(ejectReasons); n != want {
 		t.Fatalf("%d ejection series before, want %d (every node and reason from the start)", n, want)
 	}
-	m.forgetLeft(&topology{nodes: []*node{stays, leaves}}, &topology{nodes: []*node{stays}})
+	m.followTopology(&topology{nodes: []*node{stays, leaves}}, &topology{nodes: []*node{stays}})
 	if n := testutil.CollectAndCount(m.ejected); n != 1 {
 		t.Errorf("%d ejected series after the node left, want 1", n)
 	}
@@ -39,5 +40,15 @@ func TestTheGaugesOfANodeThatLeftTheTopologyAreDeleted(t *testing.T) {
 	}
 	if n, want := testutil.CollectAndCount(m.ejections), len(ejectReasons); n != want {
 		t.Errorf("%d ejection series after the node left, want %d", n, want)
+	}
+	// Back in the slot map (a failed node restarted), still ejected: its
+	// series start again, its gauge as it is, its ejections from 0.
+	leaves.ejected.Store(true)
+	m.followTopology(&topology{nodes: []*node{stays}}, &topology{nodes: []*node{stays, leaves}})
+	if n, want := testutil.CollectAndCount(m.ejections), 2*len(ejectReasons); n != want {
+		t.Errorf("%d ejection series after the node came back, want %d", n, want)
+	}
+	if v := testutil.ToFloat64(m.ejected.WithLabelValues(leaves.addr)); v != 1 {
+		t.Errorf("the node back, still ejected, reads ejected %v", v)
 	}
 }

@@ -139,7 +139,7 @@ func (r *Router) install(ctx context.Context, t *topology, from *node, reason st
 		r.awaitJoined(old, t)
 	}
 	if old := r.topo.Swap(t); old != nil {
-		r.m.forgetLeft(old, t)
+		r.m.followTopology(old, t)
 		r.noteDeparted(old, t)
 	}
 	r.lastRefresh.Store(&Refreshed{At: t.at, Reason: reason, OK: true})

@@ -40,11 +40,17 @@ func (f *lossyInstanceFault) Inject(ctx context.Context) error {
 	return nil
 }
 
+// Heal restores every node's path; one that failed is kept, for a Heal
+// again (Close of the cluster removes its rules regardless).
 func (f *lossyInstanceFault) Heal(ctx context.Context) error {
 	var errs []error
+	var left []func(context.Context) error
 	for _, restore := range f.restores {
-		errs = append(errs, restore(ctx))
+		if err := restore(ctx); err != nil {
+			errs = append(errs, err)
+			left = append(left, restore)
+		}
 	}
-	f.restores = nil
+	f.restores = left
 	return errors.Join(errs...)
 }
