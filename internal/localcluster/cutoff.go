@@ -52,8 +52,8 @@ func (c *Cluster) CutAnswers(ctx context.Context, host string, nodes ...*Node) (
 // removes every copy: undoing a CutAnswers undoes half of a CutOff of the
 // same host and node made meanwhile. Callers cut one way at a time.
 func (c *Cluster) cut(ctx context.Context, host string, both bool, nodes []*Node) (reconnect func(context.Context) error, err error) {
-	if !c.ownsClientHost(host) {
-		return nil, fmt.Errorf("%s is not one of the cluster's client addresses", host)
+	if err := c.checkClientHost(host); err != nil {
+		return nil, err
 	}
 	if len(nodes) == 0 {
 		nodes = c.nodes
@@ -69,13 +69,13 @@ func (c *Cluster) cut(ctx context.Context, host string, both bool, nodes []*Node
 	return reconnect, c.addRules(ctx, rules)
 }
 
-// ownsClientHost reports whether host is one of ClientHost's: rules are
-// only ever made for addresses of the cluster's own.
-func (c *Cluster) ownsClientHost(host string) bool {
+// checkClientHost refuses a host that is not one of ClientHost's: rules
+// are only ever made for addresses of the cluster's own.
+func (c *Cluster) checkClientHost(host string) error {
 	for i := range 50 {
 		if h, err := c.ClientHost(i); err == nil && h == host {
-			return true
+			return nil
 		}
 	}
-	return false
+	return fmt.Errorf("%s is not one of the cluster's client addresses", host)
 }

@@ -91,10 +91,7 @@ func TestAClientCutOffReachesNoNodeUntilReconnected(t *testing.T) {
 		t.Fatal("CutOff took an address that is not the cluster's")
 	}
 	ping := func(n *localcluster.Node, from string) error {
-		d := net.Dialer{Timeout: 300 * time.Millisecond, LocalAddr: &net.TCPAddr{IP: net.ParseIP(from)}}
-		cl := redis.NewClient(&redis.Options{Addr: n.Addr, Dialer: func(ctx context.Context, network, addr string) (net.Conn, error) {
-			return d.DialContext(ctx, network, addr)
-		}, Username: c.Config().User, Password: c.Config().Password, MaxRetries: -1, ReadTimeout: 300 * time.Millisecond})
+		cl := clientFrom(c, from, n.Addr)
 		defer cl.Close()
 		return cl.Ping(ctx).Err()
 	}
@@ -137,15 +134,9 @@ func TestAClientWhoseAnswersAreCutStillWritesAndHearsNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	n := c.Nodes()[0]
-	// clientFrom connects from host; a new one after the cut, as go-redis's
-	// pool keeps a failed dial's error for a while.
-	clientFrom := func(addr string) *redis.Client {
-		d := net.Dialer{Timeout: 300 * time.Millisecond, LocalAddr: &net.TCPAddr{IP: net.ParseIP(host)}}
-		return redis.NewClient(&redis.Options{Addr: addr, Dialer: func(ctx context.Context, network, addr string) (net.Conn, error) {
-			return d.DialContext(ctx, network, addr)
-		}, Username: c.Config().User, Password: c.Config().Password, MaxRetries: -1, ReadTimeout: 500 * time.Millisecond, PoolSize: 1})
-	}
-	from := clientFrom(n.Addr)
+	// A new client after the cut: go-redis's pool keeps a failed dial's
+	// error for a while.
+	from := clientFrom(c, host, n.Addr)
 	defer from.Close()
 	if err := from.Ping(ctx).Err(); err != nil { // a connection made before the cut
 		t.Fatal(err)
@@ -163,13 +154,13 @@ func TestAClientWhoseAnswersAreCutStillWritesAndHearsNothing(t *testing.T) {
 	if got, err := other.Get(ctx, key).Result(); err != nil || got != "sent" {
 		t.Fatalf("%s = %q, %v: the cut client's write should have run", key, got, err)
 	}
-	again := clientFrom(n.Addr)
+	again := clientFrom(c, host, n.Addr)
 	defer again.Close()
 	if err := again.Ping(ctx).Err(); err == nil {
 		t.Fatal("the client connected again through the cut")
 	}
 	// Only n's answers are cut: the host reaches the other nodes.
-	elsewhere := clientFrom(c.Nodes()[1].Addr)
+	elsewhere := clientFrom(c, host, c.Nodes()[1].Addr)
 	defer elsewhere.Close()
 	if err := elsewhere.Ping(ctx).Err(); err != nil {
 		t.Errorf("another node did not answer the host whose answers from %s are cut: %v", n.Addr, err)
@@ -177,7 +168,7 @@ func TestAClientWhoseAnswersAreCutStillWritesAndHearsNothing(t *testing.T) {
 	if err := reconnect(ctx); err != nil {
 		t.Fatal(err)
 	}
-	after := clientFrom(n.Addr)
+	after := clientFrom(c, host, n.Addr)
 	defer after.Close()
 	if err := after.Ping(ctx).Err(); err != nil {
 		t.Fatalf("no answer once reconnected: %v", err)
@@ -185,4 +176,14 @@ func TestAClientWhoseAnswersAreCutStillWritesAndHearsNothing(t *testing.T) {
 	if strings.Contains(chains(t), host) {
 		t.Error("rules naming the client are left after reconnect")
 	}
+}
+
+// clientFrom is a client of the node at addr that connects from the local
+// address from (a ClientHost), with one connection, no retries and short
+// timeouts: what a cut path does to it shows at once.
+func clientFrom(c *localcluster.Cluster, from, addr string) *redis.Client {
+	d := net.Dialer{Timeout: 300 * time.Millisecond, LocalAddr: &net.TCPAddr{IP: net.ParseIP(from)}}
+	return redis.NewClient(&redis.Options{Addr: addr, Dialer: func(ctx context.Context, network, addr string) (net.Conn, error) {
+		return d.DialContext(ctx, network, addr)
+	}, Username: c.Config().User, Password: c.Config().Password, MaxRetries: -1, ReadTimeout: 500 * time.Millisecond, PoolSize: 1})
 }

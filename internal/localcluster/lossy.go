@@ -22,8 +22,8 @@ func (c *Cluster) Lossy(ctx context.Context, n *Node, fraction float64, hosts ..
 		return nil, fmt.Errorf("lossy: fraction %v out of (0, 1)", fraction)
 	}
 	for _, h := range hosts {
-		if !c.ownsClientHost(h) {
-			return nil, fmt.Errorf("%s is not one of the cluster's client addresses", h)
+		if err := c.checkClientHost(h); err != nil {
+			return nil, err
 		}
 	}
 	lose := []string{"-m", "statistic", "--mode", "random", "--probability", strconv.FormatFloat(fraction, 'f', -1, 64), "-j", "DROP"}
