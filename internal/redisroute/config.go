@@ -72,6 +72,10 @@ type Config struct {
 	Addrs []string
 	// Username and Password authenticate every connection (AUTH / ACL).
 	Username, Password string
+	// PasswordFile, when set, holds the password: read again for every
+	// new connection, so that a rotated secret is used without a restart
+	// (credentials.go). Password is then what it held at start.
+	PasswordFile string
 	// TLS, when non-nil, is used for every connection.
 	TLS *tls.Config
 	// SourceAddr, when valid, is the local address every connection to
@@ -223,7 +227,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) *Flags {
 	fs.StringVar(&f.addrs, "redis-addrs", f.addrs, "comma-separated seed addresses of the Redis Cluster (host:port)")
 	fs.StringVar(&c.Username, "redis-user", c.Username, "Redis ACL user name")
 	fs.StringVar(&c.Password, "redis-password", c.Password, "Redis password (prefer --redis-password-file or APOLLO_REDIS_PASSWORD: a flag is on the command line for every local user to read)")
-	fs.StringVar(&f.passwordFile, "redis-password-file", "", "file holding the Redis password (a mounted secret); white space around it is ignored")
+	fs.StringVar(&f.passwordFile, "redis-password-file", "", "file holding the Redis password (a mounted secret); white space around it is ignored. Read again for every new connection: a rotated password is used from the next connection on, without a restart (add the new password to the Redis user, rewrite the file, then remove the old one)")
 	fs.Var(&c.Policy, "read-policy", "where reads go: "+policyList())
 	fs.StringVar(&f.sourceAddr, "redis-source-addr", "", "local IP address to connect to Redis from (default: the system's choice); on a host with several addresses, the one Redis ACLs and firewalls expect")
 	fs.BoolVar(&f.tlsOn, "redis-tls", false, "connect to Redis over TLS")
@@ -259,7 +263,7 @@ func (f *Flags) Apply(c *Config) error {
 		if err != nil {
 			return fmt.Errorf("--redis-password-file: %w", err)
 		}
-		c.Password = pw
+		c.Password, c.PasswordFile = pw, f.passwordFile
 	}
 	if f.sourceAddr != "" {
 		a, err := netip.ParseAddr(f.sourceAddr)

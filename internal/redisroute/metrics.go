@@ -20,6 +20,7 @@ type metrics struct {
 	cannotPersist                                      *prometheus.GaugeVec   // persist.go: whether each node can write its data to disk
 	primaryRestarts                                    *prometheus.CounterVec // restart_data.go: primaries restarted before a failover, by what they kept
 	clockOffset                                        *prometheus.GaugeVec
+	passwordChanges, passwordFileErrors                prometheus.Counter // credentials.go
 	clusterOffset                                      prometheus.Gauge
 	refreshes                                          *prometheus.CounterVec
 	refreshDeduped                                     prometheus.Counter
@@ -95,6 +96,12 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		clockOffset: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "apollo_redis_node_clock_offset_seconds", Help: "Each node's clock (TIME) minus this instance's, at the last precise reading. Write deadlines are moved by it; Redis still expires keys by its own clock.",
 		}, []string{"node"}),
+		passwordChanges: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "apollo_redis_password_changes_total", Help: "Times --redis-password-file was found holding a new password (rotated); new connections use it from then on. After a rotation every instance should count one more before the old password is removed.",
+		}),
+		passwordFileErrors: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "apollo_redis_password_file_errors_total", Help: "New connections for which --redis-password-file could not be read (gone, empty, unreadable): they were given the password read before.",
+		}),
 		clusterOffset: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "apollo_cluster_clock_offset_seconds", Help: "The cluster's clock (the median of the nodes' offsets) minus this instance's own. Apollo keeps time by the cluster's, so instances agree whatever their own clocks; a large value says this instance's host clock is off.",
 		}),
@@ -146,7 +153,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	if reg == nil {
 		return m, nil
 	}
-	for _, c := range []prometheus.Collector{m.latency, m.nodeErrors, m.ejections, m.ejected, m.replicaBehind, m.memoryUsed, m.memoryMax, m.memoryMayEvict, m.evictedKeys, m.clients, m.maxClients, m.cannotPersist, m.primaryRestarts, m.clockOffset, m.clusterOffset, m.refreshes, m.refreshDeduped, m.kept, m.hedges, m.retries, m.fallbacks, m.commands, m.subscriptionsLost, m.proofReplicas, m.redirects} {
+	for _, c := range []prometheus.Collector{m.latency, m.nodeErrors, m.ejections, m.ejected, m.replicaBehind, m.memoryUsed, m.memoryMax, m.memoryMayEvict, m.evictedKeys, m.clients, m.maxClients, m.cannotPersist, m.primaryRestarts, m.clockOffset, m.passwordChanges, m.passwordFileErrors, m.clusterOffset, m.refreshes, m.refreshDeduped, m.kept, m.hedges, m.retries, m.fallbacks, m.commands, m.subscriptionsLost, m.proofReplicas, m.redirects} {
 		if err := reg.Register(c); err != nil {
 			return nil, errors.Join(errors.New("register redisroute metrics"), err)
 		}

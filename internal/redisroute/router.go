@@ -63,6 +63,9 @@ type Router struct {
 	migrating migratingSlots
 
 	subs subscriptions
+	// password, when --redis-password-file is given, is read for every
+	// new connection (credentials.go).
+	password *passwordFile
 
 	closed atomic.Bool
 	// calls counts the Execs in flight, so that Close waits for them (each
@@ -104,6 +107,10 @@ func New(ctx context.Context, cfg Config, reg prometheus.Registerer, log *slog.L
 		retries:     newBudget(cfg.RetryBudget, cfg.BudgetBurst),
 		stop:        make(chan struct{}),
 		idle:        make(chan func()),
+	}
+	if cfg.PasswordFile != "" {
+		r.password = &passwordFile{path: cfg.PasswordFile, user: cfg.Username, last: cfg.Password, log: log,
+			changes: m.passwordChanges, errors: m.passwordFileErrors}
 	}
 	if err := r.refresh(ctx, refreshInitial); err != nil {
 		r.closeNodes()
