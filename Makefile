@@ -122,6 +122,7 @@ drill: redis build
 	./$(BIN) drill --scenario replica-hang --svg docs/drill-replica-hang.svg
 	./$(BIN) drill --scenario replica-cutoff --svg docs/drill-replica-cutoff.svg
 	./$(BIN) drill --scenario replica-lossy --svg docs/drill-replica-lossy.svg
+	./$(BIN) drill --scenario password-rotation --svg docs/drill-password-rotation.svg
 
 # A rainstorm over one district, with Spampede off, in shadow and on (about 10 minutes).
 spike: redis build

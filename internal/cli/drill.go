@@ -34,7 +34,12 @@ it: needs iptables and root), replica-lossy (the same path loses 5 % of its
 packets, each on its own chance, both ways, as a failing card or switch port
 does: nothing fails outright, TCP sends again what was lost, a request's or
 its answer's packet about 200 ms later at the earliest; needs iptables and
-root). Exit code 1 when apollo misses the SLO.`
+root), password-rotation (the clients connect as a Redis user of their own
+whose password is rotated in the harshest order, within milliseconds: the
+new one added on every node, the password file rewritten, the old one
+removed and every connection of the user killed; Apollo reads the file for
+every new connection, go-redis-v9 and legacy-2019 were given the password
+read at start). Exit code 1 when apollo misses the SLO.`
 
 func runDrill(ctx context.Context, e env, args []string) error {
 	cfg := drill.DefaultConfig()

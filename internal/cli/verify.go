@@ -44,7 +44,7 @@ disk, refuses writes, MISCONF), switchover (CLUSTER FAILOVER on a replica while 
 is up, as an upgrade does), forced-switchover (CLUSTER FAILOVER FORCE: the
 replica takes over without its primary's agreement and drops every write it
 had not received; Apollo's write proof keeps a write from being reported done
-until every replica in step holds it), handshake (one node refuses Apollo's password),
+until every replica in step holds it), handshake (one node refuses the password of Apollo's user),
 busy-script (one node runs a script that never ends and answers BUSY to everything),
 instance-kill (SIGKILL of one apollo instance, restarted), instance-pause
 (SIGSTOP of one apollo instance for the fault's length, then SIGCONT: it
@@ -86,7 +86,12 @@ lose their answers), primary-pause-writes (CLIENT PAUSE WRITE on a primary for
 the fault's length, as a manual failover does: reads go on, writes wait),
 maxclients (one node full, as another application's connections make it: each
 new connection is greeted with its refusal and closed, those in use are
-served, the idle ones closed), or all. Two faults joined by + happen together, one an instance's and one the
+served, the idle ones closed), password-rotation (the Redis password of the
+instances' ACL user rotated in the harshest order, within milliseconds: the
+new one added on every node, --redis-password-file rewritten, the old one
+removed and every connection of the user killed, so that every command after
+it needs a new connection; the instances run as that user, the harness as
+the default one), or all. Two faults joined by + happen together, one an instance's and one the
 cluster's, e.g. instance-kill+forced-switchover (an instance killed while a
 replica is forced over): injected in that order, healed in the reverse. --faults random draws
 each fault from the seed instead: any of them, one in three an instance's

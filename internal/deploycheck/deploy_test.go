@@ -352,6 +352,23 @@ func TestKubernetesManifestsAreValidAndSafe(t *testing.T) {
 	if !strings.HasPrefix(cfg.AdminTokenFile, "/run/secrets/") || len(pod.Volumes) == 0 || pod.Volumes[0].Secret == nil {
 		t.Errorf("the admin token and password should come from a Secret volume")
 	}
+	// The kubelet replaces a Secret's files when it changes, except under
+	// a subPath mount: the password file must follow a rotation, which
+	// Apollo reads for every new Redis connection.
+	var passwordFile string
+	for _, a := range c.Args {
+		if v, ok := strings.CutPrefix(a, "--redis-password-file="); ok {
+			passwordFile = v
+		}
+	}
+	if passwordFile == "" {
+		t.Error("no --redis-password-file=… among the container's arguments")
+	}
+	for _, m := range c.VolumeMounts {
+		if strings.HasPrefix(passwordFile, m.MountPath+"/") && m.SubPath != "" {
+			t.Errorf("the password file is mounted with subPath %q: a rotated Secret would never reach it", m.SubPath)
+		}
+	}
 	matches := func(sel map[string]string) bool {
 		for k, v := range sel {
 			if labels[k] != v {

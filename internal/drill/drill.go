@@ -122,7 +122,13 @@ func runConfig(ctx context.Context, cfg Config, name string, out io.Writer, log 
 	if err != nil {
 		return Report{}, "", err
 	}
-	fault, err := cfg.Scenario.Fault(ctx, c)
+	var creds *Credentials
+	if cfg.Scenario.needsUser() {
+		if creds, err = NewCredentials(ctx, c, "drill", c.Dir()); err != nil {
+			return Report{}, "", err
+		}
+	}
+	fault, err := cfg.Scenario.Fault(ctx, c, creds)
 	if err != nil {
 		return Report{}, "", err
 	}
@@ -130,7 +136,7 @@ func runConfig(ctx context.Context, cfg Config, name string, out io.Writer, log 
 	if err != nil {
 		return Report{}, "", err
 	}
-	read, closeFn, err := batchReader(ctx, name, c.Addrs(), source, log)
+	read, closeFn, err := batchReader(ctx, name, c.Addrs(), source, creds, log)
 	if err != nil {
 		return Report{}, "", err
 	}

@@ -87,7 +87,7 @@ func executeExternal(ctx context.Context, cfg Config, addrs []string, out io.Wri
 		if err != nil {
 			return err
 		}
-		read, closeFn, err := batchReader(ctx, name, addrs, netip.Addr{}, log)
+		read, closeFn, err := batchReader(ctx, name, addrs, netip.Addr{}, nil, log)
 		if err != nil {
 			return fmt.Errorf("config %s: %w", name, err)
 		}

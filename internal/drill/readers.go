@@ -46,11 +46,20 @@ func ParseConfigs(s string) ([]string, error) {
 // batchReader is the batch availability read, for one client configuration.
 // Every configuration reads the same driver hashes; Apollo and legacy-2019
 // go through the driver store, the same code path as POST /v1/drivers/batch-get.
-// Each connects from source when it is set.
-func batchReader(ctx context.Context, name string, addrs []string, source netip.Addr, log *slog.Logger) (Reader, func(), error) {
+// Each connects from source when it is set, and as creds' user when they
+// are given: Apollo reads the password file for every new connection, as
+// apollo serve does (--redis-password-file); go-redis is given the
+// password read once at start, as a client set up from a secret is, and
+// so is legacy-2019, as Apollo was.
+func batchReader(ctx context.Context, name string, addrs []string, source netip.Addr, creds *Credentials, log *slog.Logger) (Reader, func(), error) {
+	var user, password string
+	if creds != nil {
+		user, password = creds.User, creds.Password()
+	}
 	switch name {
 	case ConfigGoRedis:
-		cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs, ReadOnly: true, Dialer: redisroute.Dialer(source, nil)})
+		cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs, ReadOnly: true, Dialer: redisroute.Dialer(source, nil),
+			Username: user, Password: password})
 		if err := cc.Ping(ctx).Err(); err != nil {
 			cc.Close()
 			return nil, nil, fmt.Errorf("go-redis: %w", err)
@@ -59,6 +68,10 @@ func batchReader(ctx context.Context, name string, addrs []string, source netip.
 	case ConfigLegacy, ConfigApollo:
 		cfg := redisroute.DefaultConfig()
 		cfg.Addrs, cfg.SourceAddr = addrs, source
+		cfg.Username, cfg.Password = user, password
+		if creds != nil && name == ConfigApollo {
+			cfg.PasswordFile = creds.File
+		}
 		if name == ConfigLegacy {
 			cfg.Policy = redisroute.Legacy2019
 			cfg.ReadTimeout = 3 * time.Second // go-redis v6's default

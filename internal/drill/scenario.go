@@ -38,6 +38,12 @@ const (
 	// answer's packet about 200 ms later at the earliest), and some calls
 	// take seconds. The cluster sees nothing.
 	ReplicaLossy Scenario = "replica-lossy"
+	// PasswordRotation: the clients' Redis password is rotated in the
+	// harshest order, within milliseconds (Credentials.Rotate): the new
+	// one added on every node, the password file rewritten, the old one
+	// removed and every connection of the clients' user killed. A client
+	// that read its password once can make no connection after it.
+	PasswordRotation Scenario = "password-rotation"
 )
 
 // LossyFraction is the share of packets a lossy node drops (ReplicaLossy,
@@ -48,7 +54,7 @@ const LossyFraction = 0.05
 
 // Scenarios lists every scenario.
 func Scenarios() []Scenario {
-	return []Scenario{ReplicaCrash, ReplicaHang, ReplicaBusy, ReplicaResync, PrimaryCrash, SlowReplica, ReshardSlots, FullOutage, ReplicaCutOff, ReplicaLossy}
+	return []Scenario{ReplicaCrash, ReplicaHang, ReplicaBusy, ReplicaResync, PrimaryCrash, SlowReplica, ReshardSlots, FullOutage, ReplicaCutOff, ReplicaLossy, PasswordRotation}
 }
 
 // ParseScenario parses a scenario name.
@@ -67,7 +73,9 @@ func ParseScenario(s string) (Scenario, error) {
 
 // Fault builds the scenario's fault on a local cluster. Replica faults hit
 // a replica of shard 0; every read policy in the drill reads from it.
-func (s Scenario) Fault(ctx context.Context, c *localcluster.Cluster) (Fault, error) {
+// creds are the clients' Redis user when the scenario needs one
+// (needsUser), nil otherwise.
+func (s Scenario) Fault(ctx context.Context, c *localcluster.Cluster, creds *Credentials) (Fault, error) {
 	replicas := c.Replicas(ctx, 0)
 	primary := c.Primary(ctx, 0)
 	if len(replicas) == 0 || primary == nil {
@@ -102,9 +110,18 @@ func (s Scenario) Fault(ctx context.Context, c *localcluster.Cluster) (Fault, er
 			return nil, err
 		}
 		return Lossy(c, replicas[0], "replica", LossyFraction, host.String()), nil
+	case PasswordRotation:
+		if creds == nil {
+			return nil, fmt.Errorf("scenario %s needs the clients' Redis user", s)
+		}
+		return Rotation(creds), nil
 	}
 	return nil, fmt.Errorf("unknown scenario %q", s)
 }
+
+// needsUser reports whether the drill's clients connect as a Redis user of
+// their own with a password file (NewCredentials), for a fault on it.
+func (s Scenario) needsUser() bool { return s == PasswordRotation }
 
 // onClientsPath reports whether the fault is on the path between the
 // drill's clients and a node (a firewall rule naming their address), not

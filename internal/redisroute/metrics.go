@@ -166,8 +166,13 @@ func (m *metrics) forNode(addr string) nodeMetrics {
 	return nodeMetrics{latency: m.latency.WithLabelValues(addr)}
 }
 
-// start makes a node's series exist: its ejected gauge, and its ejections,
-// none yet for each reason (increase() misses a counter's first value).
+// nodeErrorKinds lists every kind of apollo_redis_node_errors_total
+// (attempt.go).
+var nodeErrorKinds = []string{"unsent", "unanswered", "auth", "busy", "full"}
+
+// start makes a node's series exist: its ejected gauge, and its ejections
+// and errors, none yet for each reason and kind (increase() misses a
+// counter's first value).
 // A node is in routing, and not behind, until found otherwise.
 func (m *metrics) start(addr string, ejected bool) {
 	g := m.ejected.WithLabelValues(addr)
@@ -178,6 +183,9 @@ func (m *metrics) start(addr string, ejected bool) {
 	}
 	for _, reason := range ejectReasons {
 		m.ejections.WithLabelValues(addr, reason)
+	}
+	for _, kind := range nodeErrorKinds {
+		m.nodeErrors.WithLabelValues(addr, kind)
 	}
 }
 
@@ -199,6 +207,7 @@ func (m *metrics) followTopology(old, now *topology) {
 		if in[n.addr] == nil {
 			m.ejected.DeleteLabelValues(n.addr)
 			m.ejections.DeletePartialMatch(prometheus.Labels{"node": n.addr})
+			m.nodeErrors.DeletePartialMatch(prometheus.Labels{"node": n.addr})
 			m.replicaBehind.DeleteLabelValues(n.addr)
 			for _, g := range []*prometheus.GaugeVec{m.memoryUsed, m.memoryMax, m.memoryMayEvict, m.evictedKeys, m.clients, m.maxClients, m.cannotPersist, m.clockOffset} {
 				g.DeleteLabelValues(n.addr)

@@ -9,8 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/apollo-platform/apollo/internal/drill"
 	"github.com/apollo-platform/apollo/internal/localcluster"
 )
@@ -19,7 +17,7 @@ import (
 // without --faults injects them.
 func FaultNames() []string {
 	return []string{"replica-crash", "replica-hang", "primary-crash", "primary-hang", "primary-full", "primary-disk", "switchover", "forced-switchover", "handshake", "busy-script", "instance-kill",
-		"instance-pause", "instance-clock", "primary-partition", "reshard", "cluster-restart", "replica-resync", "primary-slow", "replica-slow", "conn-kill", "primary-pause-writes", "primary-restart", "maxclients", "instance-partition", "instance-primary-partition", "instance-replica-partition", "slot-migration-stuck", "primary-lossy", "replica-lossy", "instance-primary-oneway", "instance-lossy"}
+		"instance-pause", "instance-clock", "primary-partition", "reshard", "cluster-restart", "replica-resync", "primary-slow", "replica-slow", "conn-kill", "primary-pause-writes", "primary-restart", "maxclients", "instance-partition", "instance-primary-partition", "instance-replica-partition", "slot-migration-stuck", "primary-lossy", "replica-lossy", "instance-primary-oneway", "instance-lossy", "password-rotation"}
 }
 
 // slowStop and slowRun are the slow faults' pulses: the node is stopped
@@ -68,6 +66,7 @@ func ParseFaults(s string) ([]string, error) {
 // targets chosen at random when it is injected, and records every action.
 type nemesis struct {
 	c         *localcluster.Cluster
+	creds     *drill.Credentials // the instances' Redis user
 	instances []*Instance
 	faults    []string
 	every     time.Duration // time between the end of one fault and the next
@@ -187,6 +186,8 @@ func (n *nemesis) fault(ctx context.Context, name string) (drill.Fault, error) {
 		return &lossyInstanceFault{c: n.c, in: n.instances[n.rng.IntN(len(n.instances))]}, nil
 	case "cluster-restart":
 		return &restartFault{c: n.c}, nil
+	case "password-rotation":
+		return drill.Rotation(n.creds), nil
 	case "reshard":
 		return n.reshard(ctx)
 	case "slot-migration-stuck":
@@ -285,23 +286,13 @@ func (n *nemesis) resync(replica, primary *localcluster.Node) drill.Fault {
 // connections it has, so every connection Apollo makes must fail its
 // handshake.
 func (n *nemesis) handshake(node *localcluster.Node) drill.Fault {
-	const password = "verify-rotated"
+	undo := func(context.Context) error { return nil }
 	return drill.FaultFunc{Label: "handshake refused on " + node.Addr,
-		InjectFn: func(ctx context.Context) error {
-			cl := node.Client()
-			defer cl.Close()
-			if err := cl.ConfigSet(ctx, "requirepass", password).Err(); err != nil {
-				return err
-			}
-			cl.Do(ctx, "CLIENT", "KILL", "TYPE", "normal") // its own connection goes too
-			return nil
+		InjectFn: func(ctx context.Context) (err error) {
+			undo, err = n.creds.RefuseOn(ctx, node)
+			return err
 		},
-		HealFn: func(ctx context.Context) error {
-			cl := redis.NewClient(&redis.Options{Addr: node.Addr, Password: password})
-			defer cl.Close()
-			err := cl.ConfigSet(ctx, "requirepass", "").Err()
-			return errors.Join(err, n.c.WaitHealthy(ctx))
-		},
+		HealFn: func(ctx context.Context) error { return errors.Join(undo(ctx), n.c.WaitHealthy(ctx)) },
 	}
 }
 

@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/apollo-platform/apollo/internal/booking"
+	"github.com/apollo-platform/apollo/internal/drill"
 	"github.com/apollo-platform/apollo/internal/driver"
 	"github.com/apollo-platform/apollo/internal/fleet"
 	"github.com/apollo-platform/apollo/internal/localcluster"
@@ -179,11 +180,16 @@ func Run(ctx context.Context, cfg Config) (h History, err error) {
 		return h, err
 	}
 	defer logs.Close()
+	creds, err := drill.NewCredentials(ctx, c, apolloUser, cfg.Dir)
+	if err != nil {
+		return h, err
+	}
 	args := []string{"--redis-addrs", strings.Join(c.Addrs(), ","), "--log-format", "json",
 		"--reservation-ttl", cfg.ReservationTTL.String(), "--allocation-timeout", cfg.AllocationTimeout.String(),
 		"--booking-scan-every", cfg.ScanEvery.String(), "--booking-claim-hold", cfg.ClaimHold.String(),
 		"--lease-ttl", cfg.LeaseTTL.String(), "--lease-renew-every", cfg.RenewEvery.String(),
 		"--retry-min", "200ms", "--retry-max", "1s", "--spampede-rules-file", rules}
+	args = append(args, "--redis-user", creds.User, "--redis-password-file", creds.File)
 	args = supportedFlags(ctx, cfg.Bin, append(args, "--api-request-timeout", clientTimeout.String()))
 	args = append(args, cfg.ServeFlags...)
 	// A build that knows the flag makes a write's changes before its
@@ -230,7 +236,7 @@ func Run(ctx context.Context, cfg Config) (h History, err error) {
 		rec.next, rec.tries = w.after, len(instances)
 		h.Balancer = true
 	}
-	n := &nemesis{c: c, instances: instances, faults: cfg.Faults, every: cfg.FaultEvery, hold: cfg.FaultFor,
+	n := &nemesis{c: c, creds: creds, instances: instances, faults: cfg.Faults, every: cfg.FaultEvery, hold: cfg.FaultFor,
 		rng: rand.New(rand.NewPCG(cfg.Seed, 7)), start: h.Start,
 		say: func(line string) { say("%s (%d operations so far)", line, rec.count()) }}
 

@@ -1,0 +1,128 @@
+package drill
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+
+	"github.com/apollo-platform/apollo/internal/localcluster"
+)
+
+// Credentials are a Redis ACL user made on every node of a local cluster
+// for the clients under test, and a file holding its password, as a
+// mounted secret: the harness keeps the default user, so that a fault on
+// these credentials leaves its own commands alone. Rotate rotates the
+// password; faults on it must not overlap.
+type Credentials struct {
+	c    *localcluster.Cluster
+	User string
+	File string
+
+	mu         sync.Mutex
+	password   string
+	generation int
+}
+
+// NewCredentials makes user on every node of c (kept in each node's
+// configuration file, so that a node restarted later has it) and writes
+// its password into a file in dir.
+func NewCredentials(ctx context.Context, c *localcluster.Cluster, user, dir string) (*Credentials, error) {
+	cr := &Credentials{c: c, User: user, File: filepath.Join(dir, user+"-redis-password"), password: newPassword(0)}
+	if err := c.SetUser(ctx, user, "on", ">"+cr.password, "~*", "&*", "+@all"); err != nil {
+		return nil, err
+	}
+	return cr, cr.write(cr.password)
+}
+
+// Password is the password the user has now.
+func (cr *Credentials) Password() string {
+	cr.mu.Lock()
+	defer cr.mu.Unlock()
+	return cr.password
+}
+
+// Rotate rotates the password in the harshest order an operator and a
+// secret manager can take, within milliseconds: the new password added to
+// the user on every node, the file rewritten at once (a new file renamed
+// over it, as a secret manager does), the old password removed, and every
+// connection of the user killed, so that every command after it needs a
+// new connection. It returns how many connections it killed.
+func (cr *Credentials) Rotate(ctx context.Context) (int64, error) {
+	cr.mu.Lock()
+	defer cr.mu.Unlock()
+	next := newPassword(cr.generation + 1)
+	if err := cr.c.SetUser(ctx, cr.User, ">"+next); err != nil {
+		return 0, err
+	}
+	if err := cr.write(next); err != nil {
+		return 0, err
+	}
+	old := cr.password
+	cr.password, cr.generation = next, cr.generation+1
+	if err := cr.c.SetUser(ctx, cr.User, "<"+old); err != nil {
+		return 0, err
+	}
+	return cr.c.KillClients(ctx, cr.User)
+}
+
+// RefuseOn makes node refuse the user's password (another one set on it
+// alone, not saved: a rotation half done, or a node set up apart) and
+// kills the user's connections there, so that every connection made to it
+// fails its handshake. undo gives the user its password back.
+func (cr *Credentials) RefuseOn(ctx context.Context, node *localcluster.Node) (undo func(context.Context) error, err error) {
+	cl := node.Client()
+	defer cl.Close()
+	if err := cl.Do(ctx, "ACL", "SETUSER", cr.User, "resetpass", ">refused-"+rand.Text()).Err(); err != nil {
+		return nil, err
+	}
+	undo = func(ctx context.Context) error {
+		cl := node.Client()
+		defer cl.Close()
+		return cl.Do(ctx, "ACL", "SETUSER", cr.User, "resetpass", ">"+cr.Password()).Err()
+	}
+	if err := cl.ClientKillByFilter(ctx, "USER", cr.User).Err(); err != nil {
+		return nil, errors.Join(err, undo(ctx))
+	}
+	return undo, nil
+}
+
+func (cr *Credentials) write(password string) error {
+	tmp := cr.File + ".new"
+	if err := os.WriteFile(tmp, []byte(password+"\n"), 0o600); err != nil {
+		return err
+	}
+	return os.Rename(tmp, cr.File)
+}
+
+// newPassword is a fresh password of generation g (the generation only
+// makes a file easier to follow).
+func newPassword(g int) string { return fmt.Sprintf("gen%d-%s", g, rand.Text()) }
+
+// Rotation is the fault that rotates cr's password (Rotate). There is
+// nothing to heal: the next rotation starts from the new password.
+func Rotation(cr *Credentials) Fault { return &rotation{cr: cr} }
+
+type rotation struct {
+	cr     *Credentials
+	killed int64
+}
+
+func (f *rotation) Name() string {
+	return "password rotated (new one added, file rewritten, old one removed, connections killed) for user " + f.cr.User
+}
+
+func (f *rotation) Inject(ctx context.Context) (err error) {
+	f.killed, err = f.cr.Rotate(ctx)
+	return err
+}
+
+func (f *rotation) Heal(ctx context.Context) error { return f.cr.c.WaitHealthy(ctx) }
+
+// Effect says what the rotation did to the clients' connections.
+func (f *rotation) Effect() string {
+	return fmt.Sprintf("%d of %s's connections killed", f.killed, f.cr.User)
+}

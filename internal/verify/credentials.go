@@ -1,0 +1,8 @@
+package verify
+
+// apolloUser is the Redis ACL user the instances connect as, with a
+// password from a file (--redis-password-file), as in production: the
+// harness keeps the default user (drill.Credentials), so that a fault on
+// Apollo's credentials (handshake, password-rotation) leaves its own
+// reads alone.
+const apolloUser = "apollo"
