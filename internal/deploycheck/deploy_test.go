@@ -365,7 +365,8 @@ func TestKubernetesManifestsAreValidAndSafe(t *testing.T) {
 		t.Error("no --redis-password-file=… among the container's arguments")
 	}
 	for _, m := range c.VolumeMounts {
-		if strings.HasPrefix(passwordFile, m.MountPath+"/") && m.SubPath != "" {
+		mount := strings.TrimSuffix(m.MountPath, "/")
+		if (passwordFile == mount || strings.HasPrefix(passwordFile, mount+"/")) && m.SubPath != "" {
 			t.Errorf("the password file is mounted with subPath %q: a rotated Secret would never reach it", m.SubPath)
 		}
 	}

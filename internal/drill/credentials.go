@@ -3,7 +3,6 @@ package drill
 import (
 	"context"
 	"crypto/rand"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -72,22 +71,22 @@ func (cr *Credentials) Rotate(ctx context.Context) (int64, error) {
 // RefuseOn makes node refuse the user's password (another one set on it
 // alone, not saved: a rotation half done, or a node set up apart) and
 // kills the user's connections there, so that every connection made to it
-// fails its handshake. undo gives the user its password back.
+// fails its handshake. undo gives the user its password back; it is
+// returned whenever the password may have changed, an error or not, so
+// that a heal can undo an injection that failed half way.
 func (cr *Credentials) RefuseOn(ctx context.Context, node *localcluster.Node) (undo func(context.Context) error, err error) {
-	cl := node.Client()
-	defer cl.Close()
-	if err := cl.Do(ctx, "ACL", "SETUSER", cr.User, "resetpass", ">refused-"+rand.Text()).Err(); err != nil {
-		return nil, err
-	}
 	undo = func(ctx context.Context) error {
 		cl := node.Client()
 		defer cl.Close()
-		return cl.Do(ctx, "ACL", "SETUSER", cr.User, "resetpass", ">"+cr.Password()).Err()
+		return localcluster.Redacted(cl.Do(ctx, "ACL", "SETUSER", cr.User, "resetpass", ">"+cr.Password()).Err(), cr.Password())
 	}
-	if err := cl.ClientKillByFilter(ctx, "USER", cr.User).Err(); err != nil {
-		return nil, errors.Join(err, undo(ctx))
+	cl := node.Client()
+	defer cl.Close()
+	refused := "refused-" + rand.Text()
+	if err := cl.Do(ctx, "ACL", "SETUSER", cr.User, "resetpass", ">"+refused).Err(); err != nil {
+		return undo, localcluster.Redacted(err, refused)
 	}
-	return undo, nil
+	return undo, cl.ClientKillByFilter(ctx, "USER", cr.User).Err()
 }
 
 func (cr *Credentials) write(password string) error {
@@ -101,28 +100,3 @@ func (cr *Credentials) write(password string) error {
 // newPassword is a fresh password of generation g (the generation only
 // makes a file easier to follow).
 func newPassword(g int) string { return fmt.Sprintf("gen%d-%s", g, rand.Text()) }
-
-// Rotation is the fault that rotates cr's password (Rotate). There is
-// nothing to heal: the next rotation starts from the new password.
-func Rotation(cr *Credentials) Fault { return &rotation{cr: cr} }
-
-type rotation struct {
-	cr     *Credentials
-	killed int64
-}
-
-func (f *rotation) Name() string {
-	return "password rotated (new one added, file rewritten, old one removed, connections killed) for user " + f.cr.User
-}
-
-func (f *rotation) Inject(ctx context.Context) (err error) {
-	f.killed, err = f.cr.Rotate(ctx)
-	return err
-}
-
-func (f *rotation) Heal(ctx context.Context) error { return f.cr.c.WaitHealthy(ctx) }
-
-// Effect says what the rotation did to the clients' connections.
-func (f *rotation) Effect() string {
-	return fmt.Sprintf("%d of %s's connections killed", f.killed, f.cr.User)
-}

@@ -21,7 +21,7 @@ import (
 // scenarios need a local cluster.
 func externalFault(ctx context.Context, addrs []string, cfg Config) (Fault, error) {
 	if cfg.Scenario != ReplicaHang {
-		return nil, fmt.Errorf("scenario %s kills or stops processes, so it needs the local cluster the drill starts itself; on an existing cluster (--redis-addrs) only replica-hang (CLIENT PAUSE) can run", cfg.Scenario)
+		return nil, fmt.Errorf("scenario %s acts on the nodes' processes, network or users, so it needs the local cluster the drill starts itself; on an existing cluster (--redis-addrs) only replica-hang (CLIENT PAUSE) can run", cfg.Scenario)
 	}
 	rc := redisroute.DefaultConfig()
 	rc.Addrs = addrs

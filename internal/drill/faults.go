@@ -235,3 +235,28 @@ func tail(b []byte) string {
 	}
 	return string(b)
 }
+
+// Rotation is the fault that rotates cr's password (Rotate). There is
+// nothing to heal: the next rotation starts from the new password.
+func Rotation(cr *Credentials) Fault { return &rotation{cr: cr} }
+
+type rotation struct {
+	cr     *Credentials
+	killed int64
+}
+
+func (f *rotation) Name() string {
+	return "password rotated (new one added, file rewritten, old one removed, connections killed) for user " + f.cr.User
+}
+
+func (f *rotation) Inject(ctx context.Context) (err error) {
+	f.killed, err = f.cr.Rotate(ctx)
+	return err
+}
+
+func (f *rotation) Heal(ctx context.Context) error { return f.cr.c.WaitHealthy(ctx) }
+
+// Effect says what the rotation did to the clients' connections.
+func (f *rotation) Effect() string {
+	return fmt.Sprintf("%d of %s's connections killed", f.killed, f.cr.User)
+}

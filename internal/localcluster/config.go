@@ -30,6 +30,10 @@ type Config struct {
 	// TLS serves clients, the cluster bus and replication over TLS only,
 	// with a throwaway CA (see Cluster.TLSConfig and Cluster.CAFile).
 	TLS bool
+	// TLSClientAuth, with TLS, refuses clients without a certificate the
+	// CA signed (tls-auth-clients yes, Redis's default; see
+	// Cluster.IssueClientCert).
+	TLSClientAuth bool
 	// ExtraArgs are appended to every node's configuration, as
 	// "directive value" lines (for example "maxmemory 64mb").
 	ExtraArgs []string
@@ -97,6 +101,9 @@ func (c Config) Validate() error {
 	}
 	if _, err := ParsePersistence(string(c.Persistence)); err != nil {
 		errs = append(errs, err)
+	}
+	if c.TLSClientAuth && !c.TLS {
+		errs = append(errs, errors.New("client certificates (TLSClientAuth) need TLS"))
 	}
 	if c.OwnAddrs && c.TLS {
 		errs = append(errs, errors.New("own addresses are for plain TCP clusters (the TLS certificate is for 127.0.0.1)"))

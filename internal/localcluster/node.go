@@ -127,7 +127,7 @@ func (n *Node) writeConfig(c Config, t *tlsFiles) error {
 	}
 	if t != nil {
 		lines = append(lines, "port 0", "tls-port "+strconv.Itoa(portOf(n.Addr)), "tls-cluster yes", "tls-replication yes",
-			"tls-cert-file "+t.cert, "tls-key-file "+t.key, "tls-ca-cert-file "+t.ca, "tls-auth-clients no")
+			"tls-cert-file "+t.cert, "tls-key-file "+t.key, "tls-ca-cert-file "+t.ca, "tls-auth-clients "+map[bool]string{true: "yes", false: "no"}[c.TLSClientAuth])
 	} else {
 		lines = append(lines, "port "+strconv.Itoa(portOf(n.Addr)))
 	}

@@ -16,10 +16,14 @@ import (
 	"time"
 )
 
-// tlsFiles are the certificate files every node of a TLS cluster uses.
+// tlsFiles are the certificate files every node of a TLS cluster uses,
+// and the CA that signed them, which can sign more (IssueClientCert).
 type tlsFiles struct {
 	ca, cert, key string
 	pool          *x509.CertPool
+	caCert        *x509.Certificate
+	caKey         *ecdsa.PrivateKey
+	node          tls.Certificate // cert and key, loaded
 }
 
 // writeTLSFiles makes a throwaway CA and a certificate for 127.0.0.1
@@ -41,42 +45,83 @@ func writeTLSFiles(dir string) (*tlsFiles, error) {
 	if err != nil {
 		return nil, err
 	}
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, err
+	f := &tlsFiles{ca: filepath.Join(dir, "ca.crt"), cert: filepath.Join(dir, "server.crt"), key: filepath.Join(dir, "server.key"),
+		pool: x509.NewCertPool(), caCert: caCert, caKey: caKey}
+	f.pool.AddCert(caCert)
+	if err := os.WriteFile(f.ca, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}), 0o600); err != nil {
+		return nil, fmt.Errorf("write %s: %w", f.ca, err)
 	}
+	// The nodes' certificate serves clients, and is their client
+	// certificate on the cluster bus and for replication.
 	tmpl := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "127.0.0.1"},
 		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(24 * time.Hour), IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)},
 		DNSNames: []string{"localhost"}, KeyUsage: x509.KeyUsageDigitalSignature,
 		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth}}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, caCert, &key.PublicKey, caKey)
-	if err != nil {
+	if err := f.sign(tmpl, f.cert, f.key); err != nil {
 		return nil, err
 	}
-	keyDER, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
+	if f.node, err = tls.LoadX509KeyPair(f.cert, f.key); err != nil {
 		return nil, err
-	}
-	f := &tlsFiles{ca: filepath.Join(dir, "ca.crt"), cert: filepath.Join(dir, "server.crt"), key: filepath.Join(dir, "server.key"), pool: x509.NewCertPool()}
-	f.pool.AddCert(caCert)
-	for path, block := range map[string]*pem.Block{
-		f.ca:   {Type: "CERTIFICATE", Bytes: caDER},
-		f.cert: {Type: "CERTIFICATE", Bytes: der},
-		f.key:  {Type: "EC PRIVATE KEY", Bytes: keyDER},
-	} {
-		if err := os.WriteFile(path, pem.EncodeToMemory(block), 0o600); err != nil {
-			return nil, fmt.Errorf("write %s: %w", path, err)
-		}
 	}
 	return f, nil
 }
 
-// TLSConfig is what a client needs to talk to a TLS cluster (nil without TLS).
+// sign signs tmpl with the CA and writes the certificate and a new key to
+// certFile and keyFile, each replaced at once (a new file renamed over
+// it, as a secret manager does), so that a reader never sees half of one.
+func (f *tlsFiles) sign(tmpl *x509.Certificate, certFile, keyFile string) error {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return err
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, f.caCert, &key.PublicKey, f.caKey)
+	if err != nil {
+		return err
+	}
+	keyDER, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		return err
+	}
+	for _, w := range []struct {
+		path  string
+		block *pem.Block
+	}{{keyFile, &pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}}, {certFile, &pem.Block{Type: "CERTIFICATE", Bytes: der}}} {
+		if err := os.WriteFile(w.path+".new", pem.EncodeToMemory(w.block), 0o600); err != nil {
+			return fmt.Errorf("write %s: %w", w.path, err)
+		}
+		if err := os.Rename(w.path+".new", w.path); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// IssueClientCert writes a client certificate signed by the cluster's CA,
+// valid from now until notAfter, and its key, to certFile and keyFile
+// (each replaced at once): what a cluster with TLSClientAuth asks of its
+// clients. A certificate issued again to the same files is a rotation.
+func (c *Cluster) IssueClientCert(certFile, keyFile string, notAfter time.Time) error {
+	if c.tls == nil {
+		return fmt.Errorf("the cluster does not use TLS")
+	}
+	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 62))
+	if err != nil {
+		return err
+	}
+	tmpl := &x509.Certificate{SerialNumber: serial, Subject: pkix.Name{CommonName: "apollo client"},
+		NotBefore: time.Now().Add(-time.Minute), NotAfter: notAfter, KeyUsage: x509.KeyUsageDigitalSignature,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}
+	return c.tls.sign(tmpl, certFile, keyFile)
+}
+
+// TLSConfig is what a client needs to talk to a TLS cluster (nil without
+// TLS): its CA, and the nodes' own certificate as a client certificate,
+// which a cluster with TLSClientAuth asks for.
 func (c *Cluster) TLSConfig() *tls.Config {
 	if c.tls == nil {
 		return nil
 	}
-	return &tls.Config{RootCAs: c.tls.pool, MinVersion: tls.VersionTLS12}
+	return &tls.Config{RootCAs: c.tls.pool, MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{c.tls.node}}
 }
 
 // CAFile is the PEM file of the cluster's CA ("" without TLS).

@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
+
+	"github.com/apollo-platform/apollo/internal/secret"
 )
 
 // SetUser applies `ACL SETUSER name rules...` on every node and writes it
@@ -25,10 +28,41 @@ func (c *Cluster) SetUser(ctx context.Context, name string, rules ...string) err
 		}
 		cl.Close()
 		if err != nil {
-			errs = append(errs, fmt.Errorf("set user %s on %s: %w", name, n.Addr, err))
+			errs = append(errs, fmt.Errorf("set user %s on %s: %w", name, n.Addr, Redacted(err, passwords(rules)...)))
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// passwords are the passwords that ACL rules add or remove (>p, <p).
+func passwords(rules []string) []string {
+	var out []string
+	for _, r := range rules {
+		if len(r) > 1 && (r[0] == '>' || r[0] == '<') {
+			out = append(out, r[1:])
+		}
+	}
+	return out
+}
+
+// Redacted is err with every one of secrets in its text replaced by
+// secret.Redacted: Redis quotes a rule it refuses (ACL SETUSER's
+// "Error in ACL SETUSER modifier '<p'"), password and all. It keeps no
+// chain: only the text is needed.
+func Redacted(err error, secrets ...string) error {
+	if err == nil {
+		return nil
+	}
+	msg := err.Error()
+	for _, s := range secrets {
+		if s != "" {
+			msg = strings.ReplaceAll(msg, s, secret.Redacted)
+		}
+	}
+	if msg == err.Error() {
+		return err
+	}
+	return errors.New(msg)
 }
 
 // KillClients closes every connection authenticated as user on every node

@@ -165,23 +165,41 @@ func batchErr(err error, replies []redis.Cmder) error {
 	return first
 }
 
+// The kinds of apollo_redis_node_errors_total.
+const (
+	kindUnsent     = "unsent"
+	kindUnanswered = "unanswered"
+	kindAuth       = "auth" // the node refused our credentials or rights
+	kindBusy       = "busy"
+	kindFull       = "full"
+)
+
+// nodeErrorKinds lists every kind: each node's counters start at 0.
+var nodeErrorKinds = []string{kindUnsent, kindUnanswered, kindAuth, kindBusy, kindFull}
+
+// isAuthRefusal: err is a refusal of our credentials or rights
+// (WRONGPASS, NOAUTH, NOPERM), not of a busy or full node.
+func isAuthRefusal(err error) bool {
+	return classify(err) == classRefused && !isBusy(err) && !isFull(err)
+}
+
 func (r *Router) nodeFailed(n *node, cl class, err error) {
-	kind := "unanswered"
+	kind := kindUnanswered
 	reason := ejectUnanswered
 	switch cl {
 	case classUnsent:
-		kind, reason = "unsent", ejectRefused
+		kind, reason = kindUnsent, ejectRefused
 		if failed, _ := isSetUpFailure(err); failed {
-			kind, reason = "unanswered", ejectUnanswered // it took the connection, then failed it
+			kind, reason = kindUnanswered, ejectUnanswered // it took the connection, then failed it
 		}
 	case classRefused:
 		switch {
 		case isBusy(err):
-			kind, reason = "busy", ejectBusy
+			kind, reason = kindBusy, ejectBusy
 		case isFull(err):
-			kind, reason = "full", ejectFull
+			kind, reason = kindFull, ejectFull
 		default:
-			kind, reason = "auth", ejectAuth
+			kind, reason = kindAuth, ejectAuth
 		}
 	}
 	r.m.nodeErrors.WithLabelValues(n.addr, kind).Inc()

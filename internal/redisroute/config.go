@@ -78,6 +78,11 @@ type Config struct {
 	PasswordFile string
 	// TLS, when non-nil, is used for every connection.
 	TLS *tls.Config
+	// TLSCertFile and TLSKeyFile, when set, hold the client certificate
+	// presented to Redis: read again for every new connection, so that a
+	// certificate renewed on disk is used without a restart
+	// (clientcert.go). TLS.Certificates holds what they held at start.
+	TLSCertFile, TLSKeyFile string
 	// SourceAddr, when valid, is the local address every connection to
 	// Redis is made from (see Dialer).
 	SourceAddr netip.Addr
@@ -215,6 +220,8 @@ type Flags struct {
 	passwordFile   string
 	tlsOn          bool
 	tlsCA          string
+	tlsCert        string
+	tlsKey         string
 	tlsServerName  string
 	tlsInsecureDev bool
 	sourceAddr     string
@@ -232,6 +239,8 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) *Flags {
 	fs.StringVar(&f.sourceAddr, "redis-source-addr", "", "local IP address to connect to Redis from (default: the system's choice); on a host with several addresses, the one Redis ACLs and firewalls expect")
 	fs.BoolVar(&f.tlsOn, "redis-tls", false, "connect to Redis over TLS")
 	fs.StringVar(&f.tlsCA, "redis-tls-ca", "", "PEM file of the CA that signed the Redis certificates (default: system roots)")
+	fs.StringVar(&f.tlsCert, "redis-tls-cert", "", "PEM file of the client certificate to present to Redis (tls-auth-clients yes); with --redis-tls-key. Read again for every new connection: a certificate renewed on disk is presented from the next connection on")
+	fs.StringVar(&f.tlsKey, "redis-tls-key", "", "PEM file of the client certificate's private key (see --redis-tls-cert)")
 	fs.StringVar(&f.tlsServerName, "redis-tls-server-name", "", "server name to verify in Redis certificates")
 	fs.BoolVar(&f.tlsInsecureDev, "redis-tls-insecure-skip-verify", false, "do not verify Redis certificates (development only)")
 	fs.DurationVar(&c.CallTimeout, "redis-call-timeout", c.CallTimeout, "deadline of a Redis call when the request has none")
@@ -273,6 +282,9 @@ func (f *Flags) Apply(c *Config) error {
 		c.SourceAddr = a
 	}
 	if !f.tlsOn {
+		if f.tlsCert != "" || f.tlsKey != "" || f.tlsCA != "" {
+			return errors.New("--redis-tls-ca, --redis-tls-cert and --redis-tls-key need --redis-tls")
+		}
 		return nil
 	}
 	t := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: f.tlsServerName, InsecureSkipVerify: f.tlsInsecureDev}
@@ -286,6 +298,17 @@ func (f *Flags) Apply(c *Config) error {
 			return fmt.Errorf("--redis-tls-ca %s holds no PEM certificate", f.tlsCA)
 		}
 		t.RootCAs = pool
+	}
+	if (f.tlsCert == "") != (f.tlsKey == "") {
+		return errors.New("give the client certificate and its key together: --redis-tls-cert and --redis-tls-key")
+	}
+	if f.tlsCert != "" {
+		cert, err := tls.LoadX509KeyPair(f.tlsCert, f.tlsKey)
+		if err != nil {
+			return fmt.Errorf("--redis-tls-cert, --redis-tls-key: %w", err)
+		}
+		t.Certificates = []tls.Certificate{cert}
+		c.TLSCertFile, c.TLSKeyFile = f.tlsCert, f.tlsKey
 	}
 	c.TLS = t
 	return nil

@@ -5,85 +5,48 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/apollo-platform/apollo/internal/drill"
 	"github.com/apollo-platform/apollo/internal/localcluster"
 	"github.com/apollo-platform/apollo/internal/localcluster/clustertest"
 	"github.com/apollo-platform/apollo/internal/redisroute"
 )
 
 // A password rotated in --redis-password-file is used from the next
-// connection on. The rotation is the harshest order a secret manager and
-// an operator can take: the new password added, the file rewritten, the
-// old password removed and every connection killed within milliseconds,
-// so that every command after it needs a new connection. Every call still
-// succeeds. Then the file goes away (a secret unmounted): the password
-// read before is kept, and said. Before, the file was read once at start
-// and every call after the first rotation failed (WRONGPASS).
+// connection on. The rotation (drill.Credentials.Rotate) is the harshest
+// order a secret manager and an operator can take: the new password
+// added, the file rewritten, the old password removed and every
+// connection killed within milliseconds, so that every command after it
+// needs a new connection. Every call still succeeds. Then the file goes
+// away (a secret unmounted): the password read before is kept, and said.
+// Before, the file was read once at start and every call after the first
+// rotation failed (WRONGPASS).
 func TestARotatedPasswordFileIsUsedFromTheNextConnection(t *testing.T) {
 	c := clustertest.Start(t, func(cfg *localcluster.Config) { cfg.Primaries, cfg.Replicas = 3, 1 })
 	ctx := ctxFor(t, 60*time.Second)
-	const user = "rotor"
-	if err := c.SetUser(ctx, user, "on", ">first", "~*", "&*", "+@all"); err != nil {
-		t.Fatal(err)
-	}
-	file := filepath.Join(t.TempDir(), "redis-password")
-	writeSecret(t, file, "first")
-
-	// The config as apollo serve builds it from its flags.
-	cfg := redisroute.DefaultConfig()
-	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	flags := cfg.RegisterFlags(fs)
-	if err := fs.Parse([]string{"--redis-addrs", c.Addrs()[0], "--redis-user", user, "--redis-password-file", file}); err != nil {
-		t.Fatal(err)
-	}
-	if err := flags.Apply(&cfg); err != nil {
-		t.Fatal(err)
-	}
-	reg := prometheus.NewRegistry()
-	r, err := redisroute.New(ctx, cfg, reg, nil)
+	cr, err := drill.NewCredentials(ctx, c, "rotor", t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer r.Close()
 
-	calls := func(phase string) {
-		t.Helper()
-		for i := range 30 {
-			key := fmt.Sprintf("rotation:%s:%d", phase, i)
-			if err := r.Do(ctx, redisroute.Write("SET", key, "v")).Err; err != nil {
-				t.Fatalf("%s: SET %s: %v", phase, key, err)
-			}
-			if err := r.Do(ctx, redisroute.Read("GET", key)).Err; err != nil {
-				t.Fatalf("%s: GET %s: %v", phase, key, err)
-			}
-		}
-	}
+	reg := prometheus.NewRegistry()
+	r := routerFromFlags(t, ctx, reg, "--redis-addrs", c.Addrs()[0], "--redis-user", cr.User, "--redis-password-file", cr.File)
+	calls := func(phase string) { t.Helper(); setAndGet(t, ctx, r, "rotation:"+phase) }
 	calls("before")
 
-	for _, step := range []struct {
-		name string
-		do   func() error
-	}{
-		{"the new password added", func() error { return c.SetUser(ctx, user, ">second") }},
-		{"the file rewritten", func() error { writeSecret(t, file, "second"); return nil }},
-		{"the old password removed", func() error { return c.SetUser(ctx, user, "<first") }},
-		{"every connection killed", func() error { return killAll(ctx, c, user) }},
-	} {
-		if err := step.do(); err != nil {
-			t.Fatalf("%s: %v", step.name, err)
-		}
+	if killed, err := cr.Rotate(ctx); err != nil || killed == 0 {
+		t.Fatalf("rotation: %v (%d connections killed)", err, killed)
 	}
 	calls("after the rotation")
 
-	if err := os.Remove(file); err != nil {
+	if err := os.Remove(cr.File); err != nil {
 		t.Fatal(err)
 	}
-	if err := killAll(ctx, c, user); err != nil {
+	if err := killAll(ctx, c, cr.User); err != nil {
 		t.Fatal(err)
 	}
 	calls("with the file gone")
@@ -96,19 +59,6 @@ func TestARotatedPasswordFileIsUsedFromTheNextConnection(t *testing.T) {
 	}
 }
 
-// writeSecret replaces path's contents at once, as a secret manager does
-// (a new file renamed over the old): a reader never sees it half written.
-func writeSecret(t *testing.T, path, value string) {
-	t.Helper()
-	tmp := path + ".new"
-	if err := os.WriteFile(tmp, []byte(value+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		t.Fatal(err)
-	}
-}
-
 // killAll kills every connection of user and checks there were some.
 func killAll(ctx context.Context, c *localcluster.Cluster, user string) error {
 	n, err := c.KillClients(ctx, user)
@@ -116,4 +66,40 @@ func killAll(ctx context.Context, c *localcluster.Cluster, user string) error {
 		err = fmt.Errorf("no connection of %s to kill", user)
 	}
 	return err
+}
+
+// routerFromFlags is a router configured as apollo serve configures it,
+// from its flags, with its metrics on reg; closed when the test ends.
+func routerFromFlags(t *testing.T, ctx context.Context, reg *prometheus.Registry, args ...string) *redisroute.Router {
+	t.Helper()
+	cfg := redisroute.DefaultConfig()
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	flags := cfg.RegisterFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		t.Fatal(err)
+	}
+	if err := flags.Apply(&cfg); err != nil {
+		t.Fatal(err)
+	}
+	r, err := redisroute.New(ctx, cfg, reg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	return r
+}
+
+// setAndGet writes 30 keys under prefix and reads each back: every call
+// must succeed.
+func setAndGet(t *testing.T, ctx context.Context, r *redisroute.Router, prefix string) {
+	t.Helper()
+	for i := range 30 {
+		key := fmt.Sprintf("%s:%d", prefix, i)
+		if err := r.Do(ctx, redisroute.Write("SET", key, "v")).Err; err != nil {
+			t.Fatalf("SET %s: %v", key, err)
+		}
+		if err := r.Do(ctx, redisroute.Read("GET", key)).Err; err != nil {
+			t.Fatalf("GET %s: %v", key, err)
+		}
+	}
 }

@@ -135,6 +135,11 @@ func (r *Router) probeEjected() {
 			ctx, cancel := context.WithTimeout(context.Background(), r.cfg.ProbeInterval)
 			err := n.probe.Ping(ctx).Err()
 			cancel()
+			if err != nil && isAuthRefusal(err) {
+				// Counted for as long as it lasts: requests stop meeting
+				// the refusal once the node is ejected, probes do not.
+				r.m.nodeErrors.WithLabelValues(n.addr, kindAuth).Inc()
+			}
 			// A node that cannot persist refuses PING too (MISCONF), yet
 			// it answers, and serves reads.
 			r.probeResult(n, err == nil || IsCannotPersist(err))

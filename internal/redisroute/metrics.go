@@ -21,6 +21,8 @@ type metrics struct {
 	primaryRestarts                                    *prometheus.CounterVec // restart_data.go: primaries restarted before a failover, by what they kept
 	clockOffset                                        *prometheus.GaugeVec
 	passwordChanges, passwordFileErrors                prometheus.Counter // credentials.go
+	clientCertExpiry                                   prometheus.Gauge   // clientcert.go
+	clientCertFileErrors                               prometheus.Counter
 	clusterOffset                                      prometheus.Gauge
 	refreshes                                          *prometheus.CounterVec
 	refreshDeduped                                     prometheus.Counter
@@ -102,6 +104,12 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		passwordFileErrors: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "apollo_redis_password_file_errors_total", Help: "New connections for which --redis-password-file could not be read (gone, empty, unreadable): they were given the password read before.",
 		}),
+		clientCertExpiry: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "apollo_redis_tls_client_cert_expiry_timestamp_seconds", Help: "When the TLS client certificate presented to Redis (--redis-tls-cert) expires, Unix time; 0 without one. The files are read again for every new connection: a certificate renewed on disk is presented from then on.",
+		}),
+		clientCertFileErrors: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "apollo_redis_tls_cert_file_errors_total", Help: "New connections for which --redis-tls-cert and --redis-tls-key could not be read or did not make a pair: they were given the certificate read before.",
+		}),
 		clusterOffset: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "apollo_cluster_clock_offset_seconds", Help: "The cluster's clock (the median of the nodes' offsets) minus this instance's own. Apollo keeps time by the cluster's, so instances agree whatever their own clocks; a large value says this instance's host clock is off.",
 		}),
@@ -153,7 +161,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	if reg == nil {
 		return m, nil
 	}
-	for _, c := range []prometheus.Collector{m.latency, m.nodeErrors, m.ejections, m.ejected, m.replicaBehind, m.memoryUsed, m.memoryMax, m.memoryMayEvict, m.evictedKeys, m.clients, m.maxClients, m.cannotPersist, m.primaryRestarts, m.clockOffset, m.passwordChanges, m.passwordFileErrors, m.clusterOffset, m.refreshes, m.refreshDeduped, m.kept, m.hedges, m.retries, m.fallbacks, m.commands, m.subscriptionsLost, m.proofReplicas, m.redirects} {
+	for _, c := range []prometheus.Collector{m.latency, m.nodeErrors, m.ejections, m.ejected, m.replicaBehind, m.memoryUsed, m.memoryMax, m.memoryMayEvict, m.evictedKeys, m.clients, m.maxClients, m.cannotPersist, m.primaryRestarts, m.clockOffset, m.passwordChanges, m.passwordFileErrors, m.clientCertExpiry, m.clientCertFileErrors, m.clusterOffset, m.refreshes, m.refreshDeduped, m.kept, m.hedges, m.retries, m.fallbacks, m.commands, m.subscriptionsLost, m.proofReplicas, m.redirects} {
 		if err := reg.Register(c); err != nil {
 			return nil, errors.Join(errors.New("register redisroute metrics"), err)
 		}
@@ -165,10 +173,6 @@ func (m *metrics) forNode(addr string) nodeMetrics {
 	m.start(addr, false)
 	return nodeMetrics{latency: m.latency.WithLabelValues(addr)}
 }
-
-// nodeErrorKinds lists every kind of apollo_redis_node_errors_total
-// (attempt.go).
-var nodeErrorKinds = []string{"unsent", "unanswered", "auth", "busy", "full"}
 
 // start makes a node's series exist: its ejected gauge, and its ejections
 // and errors, none yet for each reason and kind (increase() misses a

@@ -67,11 +67,11 @@ type node struct {
 	m           nodeMetrics
 }
 
-// newNode makes the node at addr. password, if not nil, gives each new
-// connection its password (credentials.go). connected, if not nil, is
+// newNode makes the node at addr. credentials, if not nil, give each new
+// connection its user and password (credentials.go). connected, if not nil, is
 // told the run id of the process behind each new request connection,
 // which it may refuse (see restart.go).
-func newNode(addr string, cfg Config, m *metrics, password *passwordFile, connected func(*node, string) error) *node {
+func newNode(addr string, cfg Config, m *metrics, credentials func(context.Context) (string, string, error), connected func(*node, string) error) *node {
 	n := &node{addr: addr, reads: coalescer{after: cfg.CoalesceAfter}, m: m.forNode(addr)}
 	opt := &redis.Options{
 		Addr:                  addr,
@@ -92,8 +92,8 @@ func newNode(addr string, cfg Config, m *metrics, password *passwordFile, connec
 		// READONLY lets a replica serve reads for its slots; a primary ignores it.
 		OnConnect: func(ctx context.Context, cn *redis.Conn) error { return cn.ReadOnly(ctx).Err() },
 	}
-	if password != nil {
-		opt.CredentialsProviderContext = password.credentials
+	if credentials != nil {
+		opt.CredentialsProviderContext = credentials
 	}
 	probeOpt := *opt
 	probeOpt.PoolSize = 1

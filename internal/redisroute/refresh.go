@@ -201,7 +201,7 @@ func (r *Router) nodeFor(addr string) *node {
 	if r.cfg.Policy != Legacy2019 { // as in 2019: no check would release it
 		connected = r.connected
 	}
-	n := newNode(addr, r.cfg, r.m, r.password, connected)
+	n := newNode(addr, r.cfg, r.m, r.credentials, connected)
 	r.awaitCheck(n, r.clock.Now())
 	r.nodes[addr] = n
 	return n

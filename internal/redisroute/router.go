@@ -63,9 +63,9 @@ type Router struct {
 	migrating migratingSlots
 
 	subs subscriptions
-	// password, when --redis-password-file is given, is read for every
-	// new connection (credentials.go).
-	password *passwordFile
+	// credentials, when --redis-password-file is given, read it for
+	// every new connection (credentials.go).
+	credentials func(context.Context) (user, password string, err error)
 
 	closed atomic.Bool
 	// calls counts the Execs in flight, so that Close waits for them (each
@@ -91,8 +91,25 @@ func New(ctx context.Context, cfg Config, reg prometheus.Registerer, log *slog.L
 	if err != nil {
 		return nil, err
 	}
+	// The secret files are read for every new connection, and every
+	// MemoryCheckInterval besides (secrets), so that their metrics tell a
+	// rotation or a file gone while no connection is made: a busy pool
+	// keeps its connections for up to half an hour idle.
+	var credentials func(context.Context) (string, string, error)
+	var secrets []func()
+	if cfg.PasswordFile != "" {
+		pw := newPasswordFile(cfg.PasswordFile, cfg.Password, m, log)
+		credentials = credentialsFrom(cfg.Username, pw)
+		secrets = append(secrets, func() { pw.get() })
+	}
+	if cfg.TLSCertFile != "" && cfg.TLS != nil && len(cfg.TLS.Certificates) > 0 {
+		cert := newClientCert(cfg.TLSCertFile, cfg.TLSKeyFile, cfg.TLS.Certificates[0], m, log)
+		cfg.TLS = withClientCert(cfg.TLS, cert)
+		secrets = append(secrets, func() { cert.get() })
+	}
 	r := &Router{
 		cfg:         cfg,
+		credentials: credentials,
 		log:         log,
 		m:           m,
 		clock:       realClock{},
@@ -107,10 +124,6 @@ func New(ctx context.Context, cfg Config, reg prometheus.Registerer, log *slog.L
 		retries:     newBudget(cfg.RetryBudget, cfg.BudgetBurst),
 		stop:        make(chan struct{}),
 		idle:        make(chan func()),
-	}
-	if cfg.PasswordFile != "" {
-		r.password = &passwordFile{path: cfg.PasswordFile, user: cfg.Username, last: cfg.Password, log: log,
-			changes: m.passwordChanges, errors: m.passwordFileErrors}
 	}
 	if err := r.refresh(ctx, refreshInitial); err != nil {
 		r.closeNodes()
@@ -142,6 +155,14 @@ func New(ctx context.Context, cfg Config, reg prometheus.Registerer, log *slog.L
 	r.readClusterTime()
 	r.wg.Add(1)
 	go r.every(cfg.MemoryCheckInterval, r.checkClocks)
+	if len(secrets) > 0 {
+		r.wg.Add(1)
+		go r.every(cfg.MemoryCheckInterval, func() {
+			for _, read := range secrets {
+				read()
+			}
+		})
+	}
 	if cfg.Policy != Legacy2019 {
 		// Replicas serve reads once judged (see awaitCheck): judged before
 		// New returns, they serve from the first call.

@@ -288,8 +288,11 @@ func (n *nemesis) resync(replica, primary *localcluster.Node) drill.Fault {
 func (n *nemesis) handshake(node *localcluster.Node) drill.Fault {
 	undo := func(context.Context) error { return nil }
 	return drill.FaultFunc{Label: "handshake refused on " + node.Addr,
-		InjectFn: func(ctx context.Context) (err error) {
-			undo, err = n.creds.RefuseOn(ctx, node)
+		InjectFn: func(ctx context.Context) error {
+			u, err := n.creds.RefuseOn(ctx, node)
+			if u != nil {
+				undo = u // also when it failed half way: healing puts the password back
+			}
 			return err
 		},
 		HealFn: func(ctx context.Context) error { return errors.Join(undo(ctx), n.c.WaitHealthy(ctx)) },

@@ -1,0 +1,39 @@
+package redisroute
+
+import (
+	"bytes"
+	"crypto/tls"
+	"log/slog"
+)
+
+// newClientCert gives every new TLS connection the client certificate its
+// files hold then (fileSource): a certificate renewed on disk, as
+// cert-manager renews one before it expires, is presented from the next
+// connection on. Loaded once, it would be presented until it expired, and
+// then every new connection refused. The expiry gauge follows the
+// certificate in use.
+func newClientCert(certFile, keyFile string, first tls.Certificate, m *metrics, log *slog.Logger) *fileSource[tls.Certificate] {
+	expiry := func(c tls.Certificate) {
+		if c.Leaf != nil {
+			m.clientCertExpiry.Set(float64(c.Leaf.NotAfter.Unix()))
+		}
+	}
+	expiry(first)
+	return (&fileSource[tls.Certificate]{what: "redis TLS client certificate", files: []string{certFile, keyFile},
+		load: func() (tls.Certificate, error) { return tls.LoadX509KeyPair(certFile, keyFile) },
+		same: func(a, b tls.Certificate) bool {
+			return len(a.Certificate) > 0 && len(b.Certificate) > 0 && bytes.Equal(a.Certificate[0], b.Certificate[0])
+		},
+		changed: expiry, errors: m.clientCertFileErrors, log: log}).from(first)
+}
+
+// withClientCert returns a copy of t that asks src for its client
+// certificate at each handshake.
+func withClientCert(t *tls.Config, src *fileSource[tls.Certificate]) *tls.Config {
+	t = t.Clone()
+	t.GetClientCertificate = func(*tls.CertificateRequestInfo) (*tls.Certificate, error) {
+		c := src.get()
+		return &c, nil
+	}
+	return t
+}
