@@ -78,7 +78,8 @@ func (cr *Credentials) RefuseOn(ctx context.Context, node *localcluster.Node) (u
 	undo = func(ctx context.Context) error {
 		cl := node.Client()
 		defer cl.Close()
-		return localcluster.Redacted(cl.Do(ctx, "ACL", "SETUSER", cr.User, "resetpass", ">"+cr.Password()).Err(), cr.Password())
+		pw := cr.Password()
+		return localcluster.Redacted(cl.Do(ctx, "ACL", "SETUSER", cr.User, "resetpass", ">"+pw).Err(), pw)
 	}
 	cl := node.Client()
 	defer cl.Close()

@@ -34,11 +34,12 @@ func (c *Cluster) SetUser(ctx context.Context, name string, rules ...string) err
 	return errors.Join(errs...)
 }
 
-// passwords are the passwords that ACL rules add or remove (>p, <p).
+// passwords are the passwords, or their hashes, that ACL rules add or
+// remove (>p, <p, #hash, !hash).
 func passwords(rules []string) []string {
 	var out []string
 	for _, r := range rules {
-		if len(r) > 1 && (r[0] == '>' || r[0] == '<') {
+		if len(r) > 1 && strings.ContainsRune("><#!", rune(r[0])) {
 			out = append(out, r[1:])
 		}
 	}

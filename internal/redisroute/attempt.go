@@ -178,9 +178,10 @@ const (
 var nodeErrorKinds = []string{kindUnsent, kindUnanswered, kindAuth, kindBusy, kindFull}
 
 // isAuthRefusal: err is a refusal of our credentials or rights
-// (WRONGPASS, NOAUTH, NOPERM), not of a busy or full node.
+// (WRONGPASS, NOAUTH, NOPERM, or a TLS alert against our client
+// certificate), not of a busy or full node.
 func isAuthRefusal(err error) bool {
-	return classify(err) == classRefused && !isBusy(err) && !isFull(err)
+	return isTLSRefusal(err) || classify(err) == classRefused && !isBusy(err) && !isFull(err)
 }
 
 func (r *Router) nodeFailed(n *node, cl class, err error) {
@@ -191,6 +192,9 @@ func (r *Router) nodeFailed(n *node, cl class, err error) {
 		kind, reason = kindUnsent, ejectRefused
 		if failed, _ := isSetUpFailure(err); failed {
 			kind, reason = kindUnanswered, ejectUnanswered // it took the connection, then failed it
+		}
+		if isTLSRefusal(err) {
+			kind, reason = kindAuth, ejectAuth // it refused our certificate
 		}
 	case classRefused:
 		switch {

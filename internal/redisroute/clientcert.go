@@ -28,11 +28,16 @@ func newClientCert(certFile, keyFile string, first tls.Certificate, m *metrics, 
 }
 
 // withClientCert returns a copy of t that asks src for its client
-// certificate at each handshake.
+// certificate at each handshake. As crypto/tls does with Certificates, a
+// certificate the server says it cannot accept (its CAs, its signature
+// schemes) is not sent: no certificate is.
 func withClientCert(t *tls.Config, src *fileSource[tls.Certificate]) *tls.Config {
 	t = t.Clone()
-	t.GetClientCertificate = func(*tls.CertificateRequestInfo) (*tls.Certificate, error) {
+	t.GetClientCertificate = func(cri *tls.CertificateRequestInfo) (*tls.Certificate, error) {
 		c := src.get()
+		if cri.SupportsCertificate(&c) != nil {
+			return &tls.Certificate{}, nil
+		}
 		return &c, nil
 	}
 	return t

@@ -282,8 +282,10 @@ func (f *Flags) Apply(c *Config) error {
 		c.SourceAddr = a
 	}
 	if !f.tlsOn {
-		if f.tlsCert != "" || f.tlsKey != "" || f.tlsCA != "" {
-			return errors.New("--redis-tls-ca, --redis-tls-cert and --redis-tls-key need --redis-tls")
+		// A TLS setting without TLS is a TLS deployment missing its switch:
+		// connecting in the clear would be the wrong way to find out.
+		if f.tlsCert != "" || f.tlsKey != "" || f.tlsCA != "" || f.tlsServerName != "" || f.tlsInsecureDev {
+			return errors.New("--redis-tls-ca, --redis-tls-cert, --redis-tls-key, --redis-tls-server-name and --redis-tls-insecure-skip-verify need --redis-tls")
 		}
 		return nil
 	}
@@ -317,6 +319,9 @@ func (f *Flags) Apply(c *Config) error {
 // Validate reports every problem with c.
 func (c Config) Validate() error {
 	var errs []error
+	if (c.TLSCertFile == "") != (c.TLSKeyFile == "") || c.TLSCertFile != "" && c.TLS == nil {
+		errs = append(errs, errors.New("a TLS client certificate needs its key and TLS (--redis-tls-cert, --redis-tls-key, --redis-tls)"))
+	}
 	if len(c.Addrs) == 0 {
 		errs = append(errs, errors.New("at least one Redis seed address is needed (--redis-addrs)"))
 	}

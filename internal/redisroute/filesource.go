@@ -27,6 +27,11 @@ type fileSource[T any] struct {
 	mu      sync.Mutex
 	last    T
 	failing bool // the last read failed (logged once until one succeeds)
+	// Reads are numbered when they begin: one that ends after a newer one
+	// has been taken into account is not (it may hold the value from
+	// before a rewrite), and a read that hangs (a stuck network mount)
+	// holds up no other.
+	begun, applied uint64
 }
 
 // from starts s with the value first, read at start.
@@ -37,11 +42,17 @@ func (s *fileSource[T]) from(first T) *fileSource[T] {
 
 // get reads the files and returns their value, or the last good one.
 func (s *fileSource[T]) get() T {
-	// Read under the lock: a read begun before a rewrite must not finish
-	// after a newer one and put the old value back.
+	s.mu.Lock()
+	s.begun++
+	n := s.begun
+	s.mu.Unlock()
+	v, err := s.load()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	v, err := s.load()
+	if n < s.applied {
+		return s.last
+	}
+	s.applied = n
 	if err != nil {
 		s.errors.Inc()
 		if !s.failing {

@@ -60,7 +60,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Buckets: []float64{.0002, .0005, .001, .002, .005, .01, .025, .05, .1, .25, .5, 1},
 		}, []string{"node"}),
 		nodeErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "apollo_redis_node_errors_total", Help: "Failed requests per node, by kind (unsent, unanswered, auth: the node refused our credentials or rights, busy: it answered BUSY, full: it refused a new connection at maxclients).",
+			Name: "apollo_redis_node_errors_total", Help: "Failed requests per node, by kind (unsent, unanswered, auth: the node refused our credentials, client certificate or rights, busy: it answered BUSY, full: it refused a new connection at maxclients). auth also counts the refusals the probes of an ejected node meet, about ten a second while they last.",
 		}, []string{"node", "kind"}),
 		ejections: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "apollo_redis_node_ejections_total", Help: "Times a node was ejected from routing, by reason.",
@@ -102,13 +102,13 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "apollo_redis_password_changes_total", Help: "Times --redis-password-file was found holding a new password (rotated); new connections use it from then on. After a rotation every instance should count one more before the old password is removed.",
 		}),
 		passwordFileErrors: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "apollo_redis_password_file_errors_total", Help: "New connections for which --redis-password-file could not be read (gone, empty, unreadable): they were given the password read before.",
+			Name: "apollo_redis_password_file_errors_total", Help: "Reads of --redis-password-file (for each new connection, and every 5 s) that failed: gone, empty, unreadable. New connections are given the password read before.",
 		}),
 		clientCertExpiry: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "apollo_redis_tls_client_cert_expiry_timestamp_seconds", Help: "When the TLS client certificate presented to Redis (--redis-tls-cert) expires, Unix time; 0 without one. The files are read again for every new connection: a certificate renewed on disk is presented from then on.",
 		}),
 		clientCertFileErrors: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "apollo_redis_tls_cert_file_errors_total", Help: "New connections for which --redis-tls-cert and --redis-tls-key could not be read or did not make a pair: they were given the certificate read before.",
+			Name: "apollo_redis_tls_cert_file_errors_total", Help: "Reads of --redis-tls-cert and --redis-tls-key (for each new connection, and every 5 s) that failed: gone, unreadable, or not a pair (as for a moment while a certificate and its key are renewed one after the other). New connections are given the certificate read before.",
 		}),
 		clusterOffset: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "apollo_cluster_clock_offset_seconds", Help: "The cluster's clock (the median of the nodes' offsets) minus this instance's own. Apollo keeps time by the cluster's, so instances agree whatever their own clocks; a large value says this instance's host clock is off.",

@@ -2,6 +2,7 @@ package redisroute
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -12,9 +13,10 @@ import (
 )
 
 // Router sends commands to a Redis Cluster. It is safe for concurrent use.
-// It owns four background goroutines (topology refresh, stall watchdog,
-// prober, replication check) and the in-flight requests; Close stops and
-// waits for all of them.
+// It owns its background goroutines (topology refresh, stall watchdog,
+// prober, replication, memory, clock and subscription checks, the reading
+// of secret files) and the in-flight requests; Close stops and waits for
+// all of them.
 type Router struct {
 	cfg   Config
 	log   *slog.Logger
@@ -102,8 +104,14 @@ func New(ctx context.Context, cfg Config, reg prometheus.Registerer, log *slog.L
 		credentials = credentialsFrom(cfg.Username, pw)
 		secrets = append(secrets, func() { pw.get() })
 	}
-	if cfg.TLSCertFile != "" && cfg.TLS != nil && len(cfg.TLS.Certificates) > 0 {
-		cert := newClientCert(cfg.TLSCertFile, cfg.TLSKeyFile, cfg.TLS.Certificates[0], m, log)
+	if cfg.TLSCertFile != "" {
+		var first tls.Certificate
+		if len(cfg.TLS.Certificates) > 0 {
+			first = cfg.TLS.Certificates[0]
+		} else if first, err = tls.LoadX509KeyPair(cfg.TLSCertFile, cfg.TLSKeyFile); err != nil {
+			return nil, fmt.Errorf("redis TLS client certificate: %w", err)
+		}
+		cert := newClientCert(cfg.TLSCertFile, cfg.TLSKeyFile, first, m, log)
 		cfg.TLS = withClientCert(cfg.TLS, cert)
 		secrets = append(secrets, func() { cert.get() })
 	}

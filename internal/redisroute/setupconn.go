@@ -77,6 +77,16 @@ func isSetUpFailure(err error) (failed, full bool) {
 	return true, se.full
 }
 
+// isTLSRefusal: the node refused a new connection's TLS handshake with an
+// alert (a client certificate expired, unknown to its CA, or missing),
+// before the first reply: to Apollo, a refusal of its credentials. Under
+// TLS 1.3 the alert comes on the first read, under 1.2 in the dial.
+func isTLSRefusal(err error) bool {
+	var se *setUpError
+	var op *net.OpError
+	return errors.As(err, &se) && errors.As(se.err, &op) && op.Op == "remote error"
+}
+
 // setUpHook is a go-redis hook that wraps each dialled connection.
 type setUpHook struct{}
 

@@ -3,6 +3,7 @@ package redisroute
 import (
 	"bufio"
 	"context"
+	"errors"
 	"io"
 	"net"
 	"strings"
@@ -114,7 +115,9 @@ func greetThenServe(c net.Conn) {
 // A dial that fails says nothing was sent; one refused (or not made at
 // all) also says the node takes no connection, while one that reached the
 // node and failed its set-up (over TLS the handshake is part of the dial)
-// says only that nothing was sent.
+// says only that nothing was sent. A handshake the node refused with a
+// TLS alert (our client certificate expired) is a refusal of our
+// credentials too.
 func TestADialThatFailsSentNothing(t *testing.T) {
 	refused := &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}
 	for _, tc := range []struct {
@@ -122,10 +125,12 @@ func TestADialThatFailsSentNothing(t *testing.T) {
 		err     error
 		want    class
 		refuses bool
+		auth    bool
 	}{
-		{"refused", refused, classUnsent, true},
-		{"the TLS handshake cut off", io.EOF, classUnsent, false},
-		{"the TLS handshake reset", &net.OpError{Op: "read", Net: "tcp", Err: syscall.ECONNRESET}, classUnsent, false},
+		{"refused", refused, classUnsent, true, false},
+		{"the TLS handshake cut off", io.EOF, classUnsent, false, false},
+		{"the TLS handshake reset", &net.OpError{Op: "read", Net: "tcp", Err: syscall.ECONNRESET}, classUnsent, false, false},
+		{"the client certificate refused", &net.OpError{Op: "remote error", Err: errors.New("tls: expired certificate")}, classUnsent, false, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dial := setUpHook{}.DialHook(func(context.Context, string, string) (net.Conn, error) { return nil, tc.err })
@@ -135,6 +140,9 @@ func TestADialThatFailsSentNothing(t *testing.T) {
 			}
 			if got := refusesConnections(err); got != tc.refuses {
 				t.Errorf("refusesConnections = %v, want %v (%v)", got, tc.refuses, err)
+			}
+			if got := isAuthRefusal(err); got != tc.auth {
+				t.Errorf("isAuthRefusal = %v, want %v (%v)", got, tc.auth, err)
 			}
 		})
 	}
