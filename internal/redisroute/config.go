@@ -81,7 +81,7 @@ type Config struct {
 	// TLSCertFile and TLSKeyFile, when set, hold the client certificate
 	// presented to Redis: read again for every new connection, so that a
 	// certificate renewed on disk is used without a restart
-	// (clientcert.go). TLS.Certificates holds what they held at start.
+	// (tlscerts.go). TLS.Certificates holds what they held at start.
 	TLSCertFile, TLSKeyFile string
 	// SourceAddr, when valid, is the local address every connection to
 	// Redis is made from (see Dialer).

@@ -21,7 +21,8 @@ type metrics struct {
 	primaryRestarts                                    *prometheus.CounterVec // restart_data.go: primaries restarted before a failover, by what they kept
 	clockOffset                                        *prometheus.GaugeVec
 	passwordChanges, passwordFileErrors                prometheus.Counter // credentials.go
-	clientCertExpiry                                   prometheus.Gauge   // clientcert.go
+	clientCertExpiry                                   prometheus.Gauge   // tlscerts.go
+	nodeCertExpiry                                     *prometheus.GaugeVec
 	clientCertFileErrors                               prometheus.Counter
 	clusterOffset                                      prometheus.Gauge
 	refreshes                                          *prometheus.CounterVec
@@ -107,6 +108,9 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		clientCertExpiry: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "apollo_redis_tls_client_cert_expiry_timestamp_seconds", Help: "When the TLS client certificate presented to Redis (--redis-tls-cert) expires, Unix time; 0 without one. The files are read again for every new connection: a certificate renewed on disk is presented from then on.",
 		}),
+		nodeCertExpiry: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "apollo_redis_node_cert_expiry_timestamp_seconds", Help: "When the TLS certificate each node presented at the last handshake expires, Unix time; 0 without TLS, or before a handshake. Once it has expired, every new connection to the node fails.",
+		}, []string{"node"}),
 		clientCertFileErrors: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "apollo_redis_tls_cert_file_errors_total", Help: "Reads of --redis-tls-cert and --redis-tls-key (for each new connection, and every 5 s) that failed: gone, unreadable, or not a pair (as for a moment while a certificate and its key are renewed one after the other). New connections are given the certificate read before.",
 		}),
@@ -161,7 +165,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	if reg == nil {
 		return m, nil
 	}
-	for _, c := range []prometheus.Collector{m.latency, m.nodeErrors, m.ejections, m.ejected, m.replicaBehind, m.memoryUsed, m.memoryMax, m.memoryMayEvict, m.evictedKeys, m.clients, m.maxClients, m.cannotPersist, m.primaryRestarts, m.clockOffset, m.passwordChanges, m.passwordFileErrors, m.clientCertExpiry, m.clientCertFileErrors, m.clusterOffset, m.refreshes, m.refreshDeduped, m.kept, m.hedges, m.retries, m.fallbacks, m.commands, m.subscriptionsLost, m.proofReplicas, m.redirects} {
+	for _, c := range []prometheus.Collector{m.latency, m.nodeErrors, m.ejections, m.ejected, m.replicaBehind, m.memoryUsed, m.memoryMax, m.memoryMayEvict, m.evictedKeys, m.clients, m.maxClients, m.cannotPersist, m.primaryRestarts, m.clockOffset, m.passwordChanges, m.passwordFileErrors, m.clientCertExpiry, m.nodeCertExpiry, m.clientCertFileErrors, m.clusterOffset, m.refreshes, m.refreshDeduped, m.kept, m.hedges, m.retries, m.fallbacks, m.commands, m.subscriptionsLost, m.proofReplicas, m.redirects} {
 		if err := reg.Register(c); err != nil {
 			return nil, errors.Join(errors.New("register redisroute metrics"), err)
 		}
@@ -191,6 +195,7 @@ func (m *metrics) start(addr string, ejected bool) {
 	for _, kind := range nodeErrorKinds {
 		m.nodeErrors.WithLabelValues(addr, kind)
 	}
+	m.nodeCertExpiry.WithLabelValues(addr)
 }
 
 // followTopology keeps the per-node series with the slot map as it changes
@@ -213,7 +218,7 @@ func (m *metrics) followTopology(old, now *topology) {
 			m.ejections.DeletePartialMatch(prometheus.Labels{"node": n.addr})
 			m.nodeErrors.DeletePartialMatch(prometheus.Labels{"node": n.addr})
 			m.replicaBehind.DeleteLabelValues(n.addr)
-			for _, g := range []*prometheus.GaugeVec{m.memoryUsed, m.memoryMax, m.memoryMayEvict, m.evictedKeys, m.clients, m.maxClients, m.cannotPersist, m.clockOffset} {
+			for _, g := range []*prometheus.GaugeVec{m.memoryUsed, m.memoryMax, m.memoryMayEvict, m.evictedKeys, m.clients, m.maxClients, m.cannotPersist, m.clockOffset, m.nodeCertExpiry} {
 				g.DeleteLabelValues(n.addr)
 			}
 		}

@@ -73,12 +73,13 @@ type node struct {
 // which it may refuse (see restart.go).
 func newNode(addr string, cfg Config, m *metrics, credentials func(context.Context) (string, string, error), connected func(*node, string) error) *node {
 	n := &node{addr: addr, reads: coalescer{after: cfg.CoalesceAfter}, m: m.forNode(addr)}
+	tlsConfig := withCertExpiry(cfg.TLS, m.nodeCertExpiry.WithLabelValues(addr))
 	opt := &redis.Options{
 		Addr:                  addr,
 		Username:              cfg.Username,
 		Password:              cfg.Password,
-		TLSConfig:             cfg.TLS,
-		Dialer:                Dialer(cfg.SourceAddr, cfg.TLS),
+		TLSConfig:             tlsConfig,
+		Dialer:                Dialer(cfg.SourceAddr, tlsConfig),
 		DialTimeout:           cfg.DialTimeout,
 		ReadTimeout:           cfg.ReadTimeout,
 		WriteTimeout:          cfg.ReadTimeout,

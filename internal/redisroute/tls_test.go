@@ -23,13 +23,23 @@ func TestTLSCluster(t *testing.T) {
 		cfg.TLS = true
 	})
 	ctx := ctxFor(t, 20*time.Second)
-	r := newRouter(t, c, func(cfg *redisroute.Config) { cfg.TLS = c.TLSConfig() })
+	reg := prometheus.NewRegistry()
+	r := newRouterOn(t, c, reg, func(cfg *redisroute.Config) { cfg.TLS = c.TLSConfig() })
 	if err := r.Exec(ctx, []redisroute.Cmd{redisroute.Write("SET", "tls:a", "1"), redisroute.Write("SET", "tls:b", "2")}).Err(); err != nil {
 		t.Fatalf("writes over TLS: %v", err)
 	}
 	res := r.Exec(ctx, []redisroute.Cmd{redisroute.Read("GET", "tls:a"), redisroute.Read("GET", "tls:b")})
 	if err := res.Err(); err != nil || res[0].Val != "1" || res[1].Val != "2" {
 		t.Fatalf("reads over TLS: %v %v %v", res[0].Val, res[1].Val, err)
+	}
+	// Every node's certificate expiry is known (localcluster's are valid
+	// for a day) once a handshake was made with it: the probes and checks
+	// reach every node.
+	for _, n := range c.Nodes() {
+		waitMetric(t, reg, "apollo_redis_node_cert_expiry_timestamp_seconds", n.Addr, func(v float64) bool {
+			left := time.Until(time.Unix(int64(v), 0))
+			return left > 23*time.Hour && left < 25*time.Hour
+		})
 	}
 	plain := redisroute.DefaultConfig()
 	plain.Addrs = c.Addrs()[:1]

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"crypto/tls"
 	"log/slog"
+
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // newClientCert gives every new TLS connection the client certificate its
@@ -39,6 +41,28 @@ func withClientCert(t *tls.Config, src *fileSource[tls.Certificate]) *tls.Config
 			return &tls.Certificate{}, nil
 		}
 		return &c, nil
+	}
+	return t
+}
+
+// withCertExpiry returns a copy of t (nil without TLS) that sets g to when
+// the certificate a node presents at each handshake expires: once it has,
+// every new connection to the node fails verification, whatever the
+// client holds.
+func withCertExpiry(t *tls.Config, g prometheus.Gauge) *tls.Config {
+	if t == nil {
+		return nil
+	}
+	t = t.Clone()
+	verify := t.VerifyConnection
+	t.VerifyConnection = func(cs tls.ConnectionState) error {
+		if len(cs.PeerCertificates) > 0 {
+			g.Set(float64(cs.PeerCertificates[0].NotAfter.Unix()))
+		}
+		if verify != nil {
+			return verify(cs)
+		}
+		return nil
 	}
 	return t
 }
