@@ -30,9 +30,9 @@ func TestAShortVerifyRunOfThisBuildFindsNoViolation(t *testing.T) {
 	clustertest.NeedFirewall(t)
 	dir := t.TempDir()
 	cfg := verify.DefaultConfig()
-	// Seven faults, one after the other, every 3 s for 6 s each, heals
-	// taking some seconds (restarts): 73 s reaches the last.
-	cfg.Bin, cfg.Dir, cfg.Duration = buildApollo(t, dir), dir, 73*time.Second
+	// Eight faults, one after the other, every 3 s for 6 s each, heals
+	// taking some seconds (restarts): 82 s reaches the last.
+	cfg.Bin, cfg.Dir, cfg.Duration = buildApollo(t, dir), dir, 82*time.Second
 	// The partition comes before the reshard: for 10 s after a MOVED or
 	// ASK every read goes to its primary, and a primary cut off in that
 	// time shows plain reads a write in flight that the failover then
@@ -41,7 +41,9 @@ func TestAShortVerifyRunOfThisBuildFindsNoViolation(t *testing.T) {
 	// partition (2026-12-03); make verify's runs keep every order.
 	// The instance is killed together with a replica (two faults at once,
 	// fault_joint.go).
-	cfg.Faults = []string{"handshake", "primary-partition", "reshard", "instance-kill+replica-crash", "instance-clock", "cluster-restart", "instance-primary-partition"}
+	// The password rotation checks, through the fleet, that a rotated
+	// password file is used from the next connection on.
+	cfg.Faults = []string{"handshake", "primary-partition", "reshard", "instance-kill+replica-crash", "instance-clock", "cluster-restart", "instance-primary-partition", "password-rotation"}
 	progress, err := os.Create(filepath.Join(dir, "progress.log"))
 	if err != nil {
 		t.Fatal(err)
