@@ -92,8 +92,9 @@ func TestDrillOtherScenariosRunEndToEnd(t *testing.T) {
 			if sc == "replica-lossy" {
 				clustertest.NeedFirewall(t)
 			}
-			// 7 s, the fault from 2 s; full-outage heals at two thirds of
-			// the run and must have recovered by its last second: 10 s.
+			// 7 s, the fault from 2 s; full-outage heals half way between
+			// the fault and the end, and must have recovered by its last
+			// second: 10 s, the fault from 3 s.
 			duration, faultAt := "7s", "2s"
 			if sc == "full-outage" {
 				duration, faultAt = "10s", "3s"

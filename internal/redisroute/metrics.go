@@ -109,7 +109,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "apollo_redis_tls_client_cert_expiry_timestamp_seconds", Help: "When the TLS client certificate presented to Redis (--redis-tls-cert) expires, Unix time; 0 without one. The files are read again for every new connection: a certificate renewed on disk is presented from then on.",
 		}),
 		nodeCertExpiry: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "apollo_redis_node_cert_expiry_timestamp_seconds", Help: "When the TLS certificate each node presented at the last handshake expires, Unix time; 0 without TLS, or before a handshake. Once it has expired, every new connection to the node fails.",
+			Name: "apollo_redis_node_cert_expiry_timestamp_seconds", Help: "When the TLS certificate each node of the slot map presented at its last handshake expires, Unix time, exported with each node check (5 s); 0 without TLS, or before a handshake. Once it has expired, every new connection to the node fails verification. Connections in use are kept: after a renewal the value changes as connections are made again.",
 		}, []string{"node"}),
 		clientCertFileErrors: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "apollo_redis_tls_cert_file_errors_total", Help: "Reads of --redis-tls-cert and --redis-tls-key (for each new connection, and every 5 s) that failed: gone, unreadable, or not a pair (as for a moment while a certificate and its key are renewed one after the other). New connections are given the certificate read before.",

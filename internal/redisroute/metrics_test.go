@@ -52,3 +52,37 @@ func TestTheSeriesOfANodeThatLeftTheTopologyAreDeletedAndStartAgainOnItsReturn(t
 		t.Errorf("the node back, still ejected, reads ejected %v", v)
 	}
 }
+
+// A node's certificate expiry is exported for the nodes of the slot map
+// from what each presented last: a node back in the slot map shows it
+// again at the next check (its series made again at 0 meanwhile), and a
+// node outside it (a seed address by name) shows none.
+func TestACertificateExpiryIsExportedForTheSlotMapsNodesFromWhatTheyPresented(t *testing.T) {
+	m, err := newMetrics(prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &Router{m: m}
+	inMap, seed := &node{addr: "10.0.0.1:7000"}, &node{addr: "redis.internal:7000"}
+	for _, n := range []*node{inMap, seed} {
+		m.forNode(n.addr)
+		n.certExpiry.Store(1_900_000_000)
+	}
+	r.topo.Store(&topology{nodes: []*node{inMap}})
+	r.exportCertExpiry()
+	if v := testutil.ToFloat64(m.nodeCertExpiry.WithLabelValues(inMap.addr)); v != 1_900_000_000 {
+		t.Errorf("the node of the slot map reads %v", v)
+	}
+	if v := testutil.ToFloat64(m.nodeCertExpiry.WithLabelValues(seed.addr)); v != 0 {
+		t.Errorf("the seed outside the slot map reads %v, want 0", v)
+	}
+	m.followTopology(&topology{nodes: []*node{inMap}}, &topology{})
+	m.followTopology(&topology{}, &topology{nodes: []*node{inMap}})
+	if v := testutil.ToFloat64(m.nodeCertExpiry.WithLabelValues(inMap.addr)); v != 0 {
+		t.Fatalf("the node back in the slot map reads %v before a check, want 0 (made again)", v)
+	}
+	r.exportCertExpiry()
+	if v := testutil.ToFloat64(m.nodeCertExpiry.WithLabelValues(inMap.addr)); v != 1_900_000_000 {
+		t.Errorf("the node back in the slot map reads %v after a check", v)
+	}
+}

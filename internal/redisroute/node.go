@@ -64,6 +64,7 @@ type node struct {
 	clock       atomic.Pointer[NodeClock] // the last precise reading of its clock; see skew.go
 	skewed      atomic.Bool               // its clock was last read off this host's by over ClockSkewWarn; see skew.go
 	full        atomic.Bool               // refused a write for memory (OOM) since it last had room; see fence.go
+	certExpiry  atomic.Int64              // when the TLS certificate it last presented expires, Unix seconds; see tlscerts.go
 	m           nodeMetrics
 }
 
@@ -73,7 +74,7 @@ type node struct {
 // which it may refuse (see restart.go).
 func newNode(addr string, cfg Config, m *metrics, credentials func(context.Context) (string, string, error), connected func(*node, string) error) *node {
 	n := &node{addr: addr, reads: coalescer{after: cfg.CoalesceAfter}, m: m.forNode(addr)}
-	tlsConfig := withCertExpiry(cfg.TLS, m.nodeCertExpiry.WithLabelValues(addr))
+	tlsConfig := withCertExpiry(cfg.TLS, func(at time.Time) { n.certExpiry.Store(at.Unix()) })
 	opt := &redis.Options{
 		Addr:                  addr,
 		Username:              cfg.Username,

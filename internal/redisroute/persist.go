@@ -82,6 +82,7 @@ func (r *Router) Persistence(ctx context.Context) (known []NodePersistence, unkn
 func (r *Router) checkNodes() {
 	r.checkMemory()
 	r.checkPersistence()
+	r.exportCertExpiry()
 }
 
 // checkPersistence, with every memory check, exports whether each node can

@@ -4,8 +4,7 @@ import (
 	"bytes"
 	"crypto/tls"
 	"log/slog"
-
-	"github.com/prometheus/client_golang/prometheus"
+	"time"
 )
 
 // newClientCert gives every new TLS connection the client certificate its
@@ -45,11 +44,11 @@ func withClientCert(t *tls.Config, src *fileSource[tls.Certificate]) *tls.Config
 	return t
 }
 
-// withCertExpiry returns a copy of t (nil without TLS) that sets g to when
-// the certificate a node presents at each handshake expires: once it has,
-// every new connection to the node fails verification, whatever the
-// client holds.
-func withCertExpiry(t *tls.Config, g prometheus.Gauge) *tls.Config {
+// withCertExpiry returns a copy of t (nil without TLS) that tells seen
+// when the certificate a node presents at each handshake expires: once it
+// has, every new connection to the node fails verification, whatever the
+// client holds (unless it skips verification).
+func withCertExpiry(t *tls.Config, seen func(notAfter time.Time)) *tls.Config {
 	if t == nil {
 		return nil
 	}
@@ -57,7 +56,7 @@ func withCertExpiry(t *tls.Config, g prometheus.Gauge) *tls.Config {
 	verify := t.VerifyConnection
 	t.VerifyConnection = func(cs tls.ConnectionState) error {
 		if len(cs.PeerCertificates) > 0 {
-			g.Set(float64(cs.PeerCertificates[0].NotAfter.Unix()))
+			seen(cs.PeerCertificates[0].NotAfter)
 		}
 		if verify != nil {
 			return verify(cs)
@@ -65,4 +64,16 @@ func withCertExpiry(t *tls.Config, g prometheus.Gauge) *tls.Config {
 		return nil
 	}
 	return t
+}
+
+// exportCertExpiry, with every node check, exports the expiry each node of
+// the slot map presented last: from the check, not the handshake, so that
+// a node back in the slot map (its series made again at 0) shows what it
+// presented before, and a seed address outside it (a DNS name) shows none.
+func (r *Router) exportCertExpiry() {
+	for _, n := range r.topo.Load().nodes {
+		if at := n.certExpiry.Load(); at != 0 {
+			r.m.nodeCertExpiry.WithLabelValues(n.addr).Set(float64(at))
+		}
+	}
 }
