@@ -108,11 +108,7 @@ func writeJSONFile(path string, v any) error {
 	if err != nil {
 		return err
 	}
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return os.Rename(tmp, path)
+	return localcluster.ReplaceFile(path, append(b, '\n'), 0o644)
 }
 
 func readClusterState(path string) (clusterState, error) {

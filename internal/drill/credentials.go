@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"fmt"
-	"os"
 	"path/filepath"
 	"sync"
 
@@ -91,11 +90,7 @@ func (cr *Credentials) RefuseOn(ctx context.Context, node *localcluster.Node) (u
 }
 
 func (cr *Credentials) write(password string) error {
-	tmp := cr.File + ".new"
-	if err := os.WriteFile(tmp, []byte(password+"\n"), 0o600); err != nil {
-		return err
-	}
-	return os.Rename(tmp, cr.File)
+	return localcluster.ReplaceFile(cr.File, []byte(password+"\n"), 0o600)
 }
 
 // newPassword is a fresh password of generation g (the generation only

@@ -67,8 +67,7 @@ func writeTLSFiles(dir string) (*tlsFiles, error) {
 }
 
 // sign signs tmpl with the CA and writes the certificate and a new key to
-// certFile and keyFile, each replaced at once (a new file renamed over
-// it, as a secret manager does), so that a reader never sees half of one.
+// certFile and keyFile, each replaced at once (ReplaceFile).
 func (f *tlsFiles) sign(tmpl *x509.Certificate, certFile, keyFile string) error {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
@@ -86,10 +85,7 @@ func (f *tlsFiles) sign(tmpl *x509.Certificate, certFile, keyFile string) error 
 		path  string
 		block *pem.Block
 	}{{keyFile, &pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}}, {certFile, &pem.Block{Type: "CERTIFICATE", Bytes: der}}} {
-		if err := os.WriteFile(w.path+".new", pem.EncodeToMemory(w.block), 0o600); err != nil {
-			return fmt.Errorf("write %s: %w", w.path, err)
-		}
-		if err := os.Rename(w.path+".new", w.path); err != nil {
+		if err := ReplaceFile(w.path, pem.EncodeToMemory(w.block), 0o600); err != nil {
 			return err
 		}
 	}

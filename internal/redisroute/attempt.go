@@ -179,14 +179,23 @@ var nodeErrorKinds = []string{kindUnsent, kindUnanswered, kindAuth, kindBusy, ki
 
 // isAuthRefusal: err is a refusal of our credentials or rights
 // (WRONGPASS, NOAUTH, NOPERM, or a TLS alert against our client
-// certificate), not of a busy or full node.
+// certificate), as a request's failure would be counted (failureKind).
 func isAuthRefusal(err error) bool {
-	return isTLSRefusal(err) || classify(err) == classRefused && !isBusy(err) && !isFull(err)
+	kind, _ := failureKind(classify(err), err)
+	return kind == kindAuth
 }
 
 func (r *Router) nodeFailed(n *node, cl class, err error) {
-	kind := kindUnanswered
-	reason := ejectUnanswered
+	kind, reason := failureKind(cl, err)
+	r.m.nodeErrors.WithLabelValues(n.addr, kind).Inc()
+	r.eject(n, reason)
+	r.requestRefresh(refreshConnError)
+}
+
+// failureKind says how a node's failure of class cl is counted (its kind
+// of apollo_redis_node_errors_total) and why the node is ejected.
+func failureKind(cl class, err error) (kind, reason string) {
+	kind, reason = kindUnanswered, ejectUnanswered
 	switch cl {
 	case classUnsent:
 		kind, reason = kindUnsent, ejectRefused
@@ -206,7 +215,5 @@ func (r *Router) nodeFailed(n *node, cl class, err error) {
 			kind, reason = kindAuth, ejectAuth
 		}
 	}
-	r.m.nodeErrors.WithLabelValues(n.addr, kind).Inc()
-	r.eject(n, reason)
-	r.requestRefresh(refreshConnError)
+	return kind, reason
 }
