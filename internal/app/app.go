@@ -1,6 +1,7 @@
 package app
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"errors"
@@ -70,6 +71,10 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, opts ...Option) (*Ap
 	a.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	var err error
 	if a.router, err = redisroute.New(ctx, cfg.Redis, a.reg, log.With("component", "redisroute")); err != nil {
+		return nil, err
+	}
+	if err := refuseWithoutRights(ctx, a.router, cmp.Or(cfg.Redis.Username, "default"), log); err != nil {
+		a.router.Close()
 		return nil, err
 	}
 	if err := refuseEvicting(ctx, a.router, log); err != nil {

@@ -4,10 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/apollo-platform/apollo/internal/clustercheck"
 	"github.com/apollo-platform/apollo/internal/redisroute"
+	"github.com/apollo-platform/apollo/internal/redisstore"
 )
 
 const checkSynopsis = `check --redis-addrs host:port[,...] [--json]
@@ -16,8 +18,10 @@ Inspect a Redis Cluster for the risks behind the 2019 incident: topology,
 failed or failing nodes, replication links and lag, slot coverage, each node's
 read latency, and the settings that decide how long a dead replica is still
 advertised. The configured credentials are tried on every node: one that
-refuses them is critical; one open without a password, and nodes whose ACL
-users or rules for Apollo's user differ, are warnings.
+refuses them is critical, as is one whose ACL denies Apollo's user a command
+it needs (apollo serve refuses to start then; README, Redis rights); one open
+without a password, and nodes whose ACL users or rules for Apollo's user
+differ, are warnings.
 Exit code: 0 ok, 1 warnings, 2 critical (usable in CI).`
 
 func runCheck(ctx context.Context, e env, args []string) error {
@@ -26,8 +30,13 @@ func runCheck(ctx context.Context, e env, args []string) error {
 	flags := rc.RegisterFlags(fs)
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	timeout := fs.Duration("timeout", time.Second, "timeout of each probe")
+	printRules := fs.Bool("print-acl-rules", false, "print the ACL SETUSER rules of a Redis user with exactly the rights Apollo needs, on one line, and exit (no Redis is asked): redis-cli ACL SETUSER apollo on '>PASSWORD' $(apollo check --print-acl-rules)")
 	if err := parseFlags(e, fs, args); err != nil {
 		return err
+	}
+	if *printRules {
+		fmt.Fprintln(e.stdout, strings.Join(redisstore.ACLRules(), " "))
+		return nil
 	}
 	if err := flags.Apply(&rc); err != nil {
 		return usageError{err}
@@ -36,7 +45,7 @@ func runCheck(ctx context.Context, e env, args []string) error {
 		return usageError{fmt.Errorf("--redis-addrs is required")}
 	}
 	rep, err := clustercheck.Run(ctx, clustercheck.Options{Addrs: rc.Addrs, Username: rc.Username, Password: rc.Password,
-		TLS: rc.TLS, SourceAddr: rc.SourceAddr, ReadPolicy: string(rc.Policy), Timeout: *timeout})
+		TLS: rc.TLS, SourceAddr: rc.SourceAddr, ReadPolicy: string(rc.Policy), Timeout: *timeout, Rights: redisstore.Rights()})
 	if err != nil {
 		return exitCodeError{int(clustercheck.Critical), err}
 	}

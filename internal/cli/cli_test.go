@@ -37,6 +37,7 @@ func TestRunUsage(t *testing.T) {
 		{[]string{"cluster", "up", "extra"}, exitUsage, "unexpected arguments"},
 		{[]string{"cluster", "up", "--help"}, exitOK, "-node-timeout"},
 		{[]string{"cluster", "status", "--state-file", "/nonexistent/x.json"}, exitFailure, "is `apollo cluster up` running?"},
+		{[]string{"check", "--print-acl-rules"}, exitOK, "resetkeys ~apollo:* resetchannels &apollo:* -@all +multi +discard +cluster|slots"},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {

@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/apollo-platform/apollo/internal/redisroute"
 )
 
 // configuredUser is the ACL user Apollo's credentials log in as: the
@@ -44,6 +46,10 @@ func access(ctx context.Context, opts Options, n *Node) {
 	}
 	c := client(opts, n.Addr, false)
 	defer c.Close()
+	if len(opts.Rights) > 0 {
+		// Not judged when the node cannot be asked: probe says why.
+		n.Denied, _ = redisroute.DeniedRights(ctx, c, opts.Rights)
+	}
 	users, err := c.ACLUsers(ctx).Result()
 	if err != nil {
 		n.ACLError = fmt.Sprintf("ACL USERS: %v", err)

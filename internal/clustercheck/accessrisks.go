@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+
+	"github.com/apollo-platform/apollo/internal/redisroute"
 )
 
 // accessFindings turns what every node said to Apollo's credentials (as ACL
@@ -16,6 +18,7 @@ func accessFindings(nodes []Node, user string) []Finding {
 	warn := func(code, node, msg string) {
 		out = append(out, Finding{Severity: Warning, Code: code, Node: node, Message: msg})
 	}
+	var aclDenied []string
 	for _, n := range nodes {
 		if n.CredentialsError != "" {
 			out = append(out, Finding{Severity: Critical, Code: "credentials_rejected", Node: n.Addr, Message: fmt.Sprintf(
@@ -26,10 +29,24 @@ func accessFindings(nodes []Node, user string) []Finding {
 			warn("auth_not_required", n.Addr, fmt.Sprintf(
 				"this %s serves clients that send no password, though Apollo is configured with one: anyone who can reach it can read and write", n.Role))
 		}
-		if n.ACLError != "" && n.CredentialsError == "" {
+		if len(n.Denied) > 0 {
+			out = append(out, Finding{Severity: Critical, Code: "rights_denied", Node: n.Addr, Message: fmt.Sprintf(
+				"Apollo's user %q may not run %s on this %s, so apollo serve refuses to start (denied INFO, no acknowledged write would ever be confirmed: every booking would fail); grant them on every node: ACL SETUSER %s %s",
+				user, strings.Join(n.Denied, ", "), n.Role, user, strings.Join(redisroute.Grants(n.Denied), " "))})
+		}
+		switch {
+		case n.ACLError == "" || n.CredentialsError != "":
+		case strings.Contains(n.ACLError, "NOPERM"):
+			aclDenied = append(aclDenied, n.Addr) // as a user with exactly Apollo's rights is
+		default:
 			warn("acl_unreadable", n.Addr, fmt.Sprintf(
 				"the node's ACL cannot be read with Apollo's credentials (%s): its users are not compared with the other nodes'", n.ACLError))
 		}
+	}
+	if len(aclDenied) > 0 {
+		out = append(out, Finding{Severity: Info, Code: "acl_not_readable", Message: fmt.Sprintf(
+			"Apollo's user %q may not read the ACL (as a user with exactly Apollo's rights may not), so the ACL users are not compared, on %s",
+			user, strings.Join(aclDenied, ", "))})
 	}
 	users := groupNodes(nodes, func(n Node) (string, bool) { return strings.Join(n.ACLUsers, " "), n.ACLUsers != nil })
 	for _, g := range users[min(1, len(users)):] {

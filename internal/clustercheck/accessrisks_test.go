@@ -49,8 +49,14 @@ func TestAccessFindings(t *testing.T) {
 				{Warning, "acl_users_differ", "b", []string{"missing: apollo", "3 other nodes (a, c, e)"}},
 				{Warning, "acl_users_differ", "d", []string{"missing: apollo"}},
 			}},
-		{"ACL unreadable on one node", []Node{ok("a", "apollo"), {Addr: "b", Reachable: true, ACLError: "ACL USERS: NOPERM this user has no permissions to run the 'acl|users' command"}, ok("c", "apollo")},
-			[]want{{Warning, "acl_unreadable", "b", []string{"cannot be read", "NOPERM", "not compared"}}}},
+		{"ACL unreadable on one node", []Node{ok("a", "apollo"), {Addr: "b", Reachable: true, ACLError: "ACL USERS: ERR unknown command 'ACL'"}, ok("c", "apollo")},
+			[]want{{Warning, "acl_unreadable", "b", []string{"cannot be read", "unknown command", "not compared"}}}},
+		{"ACL not to be read by Apollo's user", []Node{
+			{Addr: "a", Reachable: true, ACLError: "ACL USERS: NOPERM this user has no permissions to run the 'acl|users' command"},
+			{Addr: "b", Reachable: true, ACLError: "ACL USERS: NOPERM this user has no permissions to run the 'acl|users' command"},
+		}, []want{{Info, "acl_not_readable", "", []string{`user "apollo" may not read the ACL`, "exactly Apollo's rights", "not compared, on a, b"}}}},
+		{"rights denied", []Node{ok("a", "apollo"), with(ok("b", "apollo"), func(n *Node) { n.Role, n.Denied = "primary", []string{"info", "set (keys)", "wait"} })},
+			[]want{{Critical, "rights_denied", "b", []string{`user "apollo" may not run info, set (keys), wait on this primary`, "refuses to start", "ACL SETUSER apollo +info ~apollo:* +wait"}}}},
 		{"the user's rules differ", []Node{ok("a", "apollo"), with(ok("b", "apollo"), func(n *Node) { n.ACLUser = strings.Replace(rules, "+@all", "+@all -flushall", 1) }), ok("c", "apollo")},
 			[]want{{Warning, "acl_user_differs", "b", []string{`user "apollo"`, "+@all -flushall", "2 other nodes (a, c) have flags [on]"}}}},
 	}

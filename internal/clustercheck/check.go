@@ -23,6 +23,9 @@ type Options struct {
 	SourceAddr         netip.Addr // Apollo's --redis-source-addr: its ACL and firewall view
 	ReadPolicy         string
 	Timeout            time.Duration // per command
+	// Rights are the commands Apollo's user must be allowed to run
+	// (redisstore.Rights); each node is asked which it denies.
+	Rights []redisroute.Right
 }
 
 // Thresholds of the findings.

@@ -11,6 +11,7 @@ import (
 	"github.com/apollo-platform/apollo/internal/clustercheck"
 	"github.com/apollo-platform/apollo/internal/localcluster"
 	"github.com/apollo-platform/apollo/internal/localcluster/clustertest"
+	"github.com/apollo-platform/apollo/internal/redisstore"
 )
 
 func TestCheckHealthyClusterThenAKilledReplica(t *testing.T) {
@@ -109,8 +110,8 @@ func TestCheckReportsRefusedCredentialsAndACLDifferences(t *testing.T) {
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	opts := clustercheck.Options{Addrs: c.Addrs()[:1], Username: "apollo", Password: "s3cret", ReadPolicy: "replica-preferred"}
-	access := map[string]bool{"credentials_rejected": true, "auth_not_required": true, "acl_unreadable": true, "acl_users_differ": true, "acl_user_differs": true}
+	opts := clustercheck.Options{Addrs: c.Addrs()[:1], Username: "apollo", Password: "s3cret", ReadPolicy: "replica-preferred", Rights: redisstore.Rights()}
+	access := map[string]bool{"credentials_rejected": true, "auth_not_required": true, "acl_unreadable": true, "acl_users_differ": true, "acl_user_differs": true, "rights_denied": true}
 
 	rep, err := clustercheck.Run(ctx, opts)
 	if err != nil {
@@ -131,12 +132,14 @@ func TestCheckReportsRefusedCredentialsAndACLDifferences(t *testing.T) {
 	}
 
 	// One node with another password for Apollo's user, one with an extra
-	// user, one where Apollo's user has other rules. None is the seed.
-	wrong, extra, rules := c.Replicas(ctx, 1)[0], c.Replicas(ctx, 2)[0], c.Replicas(ctx, 0)[0]
+	// user, one where Apollo's user has other rules, one where it is denied
+	// INFO (-@dangerous). None is the seed.
+	wrong, extra, rules, narrowed := c.Replicas(ctx, 1)[0], c.Replicas(ctx, 2)[0], c.Replicas(ctx, 0)[0], c.Primary(ctx, 2)
 	for n, rule := range map[*localcluster.Node][]any{
-		wrong: {"apollo", "resetpass", ">other"},
-		extra: {"intruder", "on", ">x", "+@all", "~*"},
-		rules: {"apollo", "-flushall"},
+		wrong:    {"apollo", "resetpass", ">other"},
+		extra:    {"intruder", "on", ">x", "+@all", "~*"},
+		rules:    {"apollo", "-flushall"},
+		narrowed: {"apollo", "-@dangerous"},
 	} {
 		cl := n.Client()
 		err := cl.Do(ctx, append([]any{"ACL", "SETUSER"}, rule...)...).Err()
@@ -163,6 +166,7 @@ func TestCheckReportsRefusedCredentialsAndACLDifferences(t *testing.T) {
 		{clustercheck.Critical, "credentials_rejected", wrong.Addr, "WRONGPASS"},
 		{clustercheck.Warning, "acl_users_differ", extra.Addr, "extra: intruder"},
 		{clustercheck.Warning, "acl_user_differs", rules.Addr, "-flushall"},
+		{clustercheck.Critical, "rights_denied", narrowed.Addr, "may not run info on this primary"},
 	}
 	for _, w := range want {
 		found := false
@@ -272,4 +276,30 @@ func TestCheckFindsASlotMigrationLeftOpen(t *testing.T) {
 	if got := open(); len(got) != 0 {
 		t.Errorf("after the move was finished: %v", got)
 	}
+}
+
+// As a user with exactly Apollo's rights (redisstore.ACLRules: no INFO of
+// the ACL, no CONFIG), apollo check finds nothing to warn of on a healthy
+// cluster: what it may not read is said, not warned of.
+func TestCheckAsAUserWithExactlyApollosRightsWarnsOfNothing(t *testing.T) {
+	c := clustertest.Start(t, func(cfg *localcluster.Config) {
+		cfg.User, cfg.Password = "admin", "s3cret" // no client without a password
+		cfg.Persistence = localcluster.PersistenceAOF
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := c.SetUser(ctx, "apollo", append([]string{"on", ">pw"}, redisstore.ACLRules()...)...); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := clustercheck.Run(ctx, clustercheck.Options{Addrs: c.Addrs()[:1], Username: "apollo", Password: "pw",
+		ReadPolicy: "replica-preferred", Rights: redisstore.Rights()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var text strings.Builder
+	clustercheck.WriteText(&text, rep)
+	if rep.Status != clustercheck.Info {
+		t.Errorf("status %s, want info:\n%s", rep.Status, text.String())
+	}
+	t.Logf("apollo check as a user with exactly Apollo's rights:\n%s", text.String())
 }

@@ -60,6 +60,9 @@ type Node struct {
 	// not be read with Apollo's credentials.
 	ACLUsers []string `json:"acl_users,omitempty"`
 	ACLError string   `json:"acl_error,omitempty"`
+	// Denied are the rights (Options.Rights, named as
+	// redisroute.NodeRights.Denied) the node's ACL denies Apollo's user.
+	Denied []string `json:"denied,omitempty"`
 	// ACLUser is ACL GETUSER of Apollo's user, on one line (password hashes
 	// shortened); empty when the user may not run it.
 	ACLUser string `json:"acl_user,omitempty"`

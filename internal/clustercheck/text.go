@@ -9,8 +9,12 @@ import (
 
 // WriteText prints the report for a person.
 func WriteText(w io.Writer, rep Report) {
-	fmt.Fprintf(w, "cluster_state: %s   slots covered: %d/16384   node timeout: %d ms   allow reads when down: %s\n\n",
-		rep.ClusterState, rep.SlotsCovered, rep.NodeTimeoutMs, orDash(rep.AllowReadsWhenDown))
+	timeout := "- (CONFIG GET not allowed)" // a node timeout is never 0
+	if rep.NodeTimeoutMs > 0 {
+		timeout = fmt.Sprintf("%d ms", rep.NodeTimeoutMs)
+	}
+	fmt.Fprintf(w, "cluster_state: %s   slots covered: %d/16384   node timeout: %s   allow reads when down: %s\n\n",
+		rep.ClusterState, rep.SlotsCovered, timeout, orDash(rep.AllowReadsWhenDown))
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "NODE\tROLE\tPRIMARY\tSLOTS\tFLAGS\tREAD\tLINK\tLAG\tAUTH")
 	for _, n := range rep.Nodes {

@@ -26,11 +26,15 @@ type Credentials struct {
 }
 
 // NewCredentials makes user on every node of c (kept in each node's
-// configuration file, so that a node restarted later has it) and writes
-// its password into a file in dir.
-func NewCredentials(ctx context.Context, c *localcluster.Cluster, user, dir string) (*Credentials, error) {
+// configuration file, so that a node restarted later has it) with the
+// given ACL rules, or every right without any, and writes its password
+// into a file in dir.
+func NewCredentials(ctx context.Context, c *localcluster.Cluster, user, dir string, rules ...string) (*Credentials, error) {
 	cr := &Credentials{c: c, User: user, File: filepath.Join(dir, user+"-redis-password"), password: newPassword(0)}
-	if err := c.SetUser(ctx, user, "on", ">"+cr.password, "~*", "&*", "+@all"); err != nil {
+	if len(rules) == 0 {
+		rules = []string{"~*", "&*", "+@all"}
+	}
+	if err := c.SetUser(ctx, user, append([]string{"on", ">" + cr.password}, rules...)...); err != nil {
 		return nil, err
 	}
 	return cr, cr.write(cr.password)

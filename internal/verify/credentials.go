@@ -1,7 +1,9 @@
 package verify
 
 // apolloUser is the Redis ACL user the instances connect as, with a
-// password from a file (--redis-password-file), as in production: the
+// password from a file (--redis-password-file) and exactly Apollo's
+// rights (redisstore.ACLRules: a command sent without its right fails the
+// run), as in production: the
 // harness keeps the default user (drill.Credentials), so that a fault on
 // Apollo's credentials (handshake, password-rotation) leaves its own
 // reads alone.

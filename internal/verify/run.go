@@ -180,7 +180,7 @@ func Run(ctx context.Context, cfg Config) (h History, err error) {
 		return h, err
 	}
 	defer logs.Close()
-	creds, err := drill.NewCredentials(ctx, c, apolloUser, cfg.Dir)
+	creds, err := drill.NewCredentials(ctx, c, apolloUser, cfg.Dir, redisstore.ACLRules()...)
 	if err != nil {
 		return h, err
 	}

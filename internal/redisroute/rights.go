@@ -1,0 +1,202 @@
+package redisroute
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// What Apollo's Redis user must be allowed to run, checked before Apollo
+// serves.
+//
+// A user narrowed the usual way (+@all -@dangerous, or a list of the
+// data commands an application sends) connects, reads and writes, yet is
+// denied INFO: every write that asks for replica acknowledgements then
+// fails its proof (proof.go), and every confirmed read with it, on every
+// node at once: no booking is ever created. Nothing says why until the
+// first booking. So the rights are checked at start, on every node (an
+// ACL is each node's own), without running anything: each command is
+// queued in a transaction that is then discarded, and Redis checks a
+// queued command's command, key and channel rights before it queues it.
+
+// A Right is one command Apollo's user must be allowed to run, written as
+// a harmless instance of it: its name (and subcommand), arguments Redis
+// accepts (it checks the count before the rights), and a key or channel
+// of Apollo's, so that an ACL's key and channel patterns meet it as they
+// meet Apollo's own commands.
+type Right []any
+
+// Name is the command as an ACL rule names it: "info", "cluster|slots".
+func (r Right) Name() string {
+	if len(r) == 0 {
+		return ""
+	}
+	name := strings.ToLower(fmt.Sprint(r[0]))
+	if len(r) > 1 && slices.Contains(containers, name) {
+		name += "|" + strings.ToLower(fmt.Sprint(r[1]))
+	}
+	return name
+}
+
+// containers are the commands Apollo sends whose ACL rules name a
+// subcommand.
+var containers = []string{"cluster", "client", "config", "script"}
+
+// Apollo's keys and channels all begin with "apollo:" (the router's
+// fences and probes, and redisstore's keys.go): the patterns of its user's
+// ACL rules.
+const (
+	KeyPattern     = "apollo:*"
+	ChannelPattern = "apollo:*"
+)
+
+// rightsKey and rightsChannel stand for Apollo's keys and channels in the
+// check; nothing is ever written to them.
+const (
+	rightsKey     = "apollo:rights-check"
+	rightsChannel = "apollo:rights-check"
+)
+
+// RouterRights are the commands the router itself sends, besides those of
+// its callers.
+func RouterRights() []Right {
+	return []Right{
+		{"MULTI"}, {"DISCARD"}, // this check
+		{"CLUSTER", "SLOTS"},                // the slot map (refresh.go)
+		{"CLUSTER", "NODES"},                // apollo check's view of the cluster (clustercheck)
+		{"CLUSTER", "INFO"},                 // and of its state
+		{"READONLY"},                        // each request connection, for replica reads
+		{"INFO", "replication"},             // write proofs, restarts, memory and persistence checks
+		{"WAIT", 0, 0},                      // writes and confirmed reads that ask for acknowledgements
+		{"PING"},                            // probes of ejected and unreached nodes
+		{"TIME"},                            // clock checks (skew.go)
+		{"SET", rightsKey, "1"},             // fences of confirmed reads, barriers
+		{"EXISTS", rightsKey},               // shard probes
+		{"EVAL", "return 1", 1, rightsKey},  // a full node's fences (fence.go)
+		{"DEL", rightsKey},                  // in that script
+		{"SSUBSCRIBE", rightsChannel},       // subscriptions (subscribe.go)
+		{"SUNSUBSCRIBE", rightsChannel},     // their end
+		{"SPUBLISH", rightsChannel, "none"}, // callers' publications
+	}
+}
+
+// NodeRights is what one node's ACL denies Apollo's user.
+type NodeRights struct {
+	Addr string
+	// Denied names each command denied (as Right.Name), with "(keys)" or
+	// "(channels)" when it is Apollo's keys or channels that are denied.
+	Denied []string
+}
+
+// CheckRights asks every node of the current topology, bounded by ctx,
+// which of rights its ACL denies Apollo's user. Nodes that could not be
+// asked (down, hung, refusing the credentials) are listed in unknown.
+func (r *Router) CheckRights(ctx context.Context, rights []Right) (denied []NodeRights, unknown []string) {
+	known, unknown := askEveryNode(r.topo.Load(), func(n *node) (NodeRights, bool) {
+		opt := *n.asks.Options()
+		opt.PoolSize, opt.MinIdleConns, opt.OnConnect = 1, 0, nil
+		c := redis.NewClient(&opt) // its own connection, closed after: it is left in a transaction if the check is cut short
+		defer c.Close()
+		names, err := DeniedRights(ctx, c, rights)
+		return NodeRights{Addr: n.addr, Denied: names}, err == nil
+	})
+	for _, k := range known {
+		if len(k.Denied) > 0 {
+			denied = append(denied, k)
+		}
+	}
+	return denied, unknown
+}
+
+// DeniedRights asks the node behind c which of rights its ACL denies c's
+// user: each is queued in a transaction (MULTI), which is then discarded,
+// so nothing runs. A user denied MULTI itself cannot be asked further:
+// "multi" is then the one denial named. An error means the node could not
+// be asked.
+func DeniedRights(ctx context.Context, c *redis.Client, rights []Right) ([]string, error) {
+	cn := c.Conn()
+	defer cn.Close()
+	if err := cn.Do(ctx, "MULTI").Err(); err != nil {
+		if isNoPerm(err) {
+			return []string{"multi"}, nil
+		}
+		return nil, fmt.Errorf("MULTI: %w", err)
+	}
+	var queued []*redis.Cmd
+	_, err := cn.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for _, r := range rights {
+			if name := r.Name(); name != "multi" && name != "discard" {
+				queued = append(queued, p.Do(ctx, r...))
+			}
+		}
+		p.Do(ctx, "DISCARD")
+		return nil
+	})
+	var reply redis.Error
+	if err != nil && !errors.As(err, &reply) {
+		return nil, err
+	}
+	var denied []string
+	for _, q := range queued {
+		if err := q.Err(); isNoPerm(err) {
+			denied = append(denied, deniedName(Right(q.Args()), err))
+		}
+	}
+	return denied, nil
+}
+
+func isNoPerm(err error) bool {
+	var reply redis.Error
+	return errors.As(err, &reply) && strings.HasPrefix(reply.Error(), "NOPERM")
+}
+
+// deniedName names a denial as NodeRights.Denied does.
+func deniedName(r Right, err error) string {
+	switch msg := err.Error(); {
+	case strings.Contains(msg, "access one of the keys"):
+		return r.Name() + " (keys)"
+	case strings.Contains(msg, "access one of the channels"):
+		return r.Name() + " (channels)"
+	}
+	return r.Name()
+}
+
+// ACLRules are the rules of an ACL user with exactly rights, on Apollo's
+// keys and channels (ACL SETUSER syntax, without the user's state and
+// passwords).
+func ACLRules(rights []Right) []string {
+	rules := []string{"resetkeys", "~" + KeyPattern, "resetchannels", "&" + ChannelPattern, "-@all"}
+	var seen []string
+	for _, r := range rights {
+		if name := r.Name(); !slices.Contains(seen, name) {
+			seen = append(seen, name)
+			rules = append(rules, "+"+name)
+		}
+	}
+	return rules
+}
+
+// Grants are the rules that would give a user the rights named in denied
+// (as NodeRights.Denied names them), on Apollo's keys and channels.
+func Grants(denied []string) []string {
+	var rules []string
+	for _, d := range denied {
+		var rule string
+		switch name, what, _ := strings.Cut(d, " "); what {
+		case "(keys)":
+			rule = "~" + KeyPattern
+		case "(channels)":
+			rule = "&" + ChannelPattern
+		default:
+			rule = "+" + name
+		}
+		if !slices.Contains(rules, rule) {
+			rules = append(rules, rule)
+		}
+	}
+	return rules
+}

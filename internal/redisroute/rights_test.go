@@ -1,0 +1,77 @@
+package redisroute_test
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/apollo-platform/apollo/internal/localcluster"
+	"github.com/apollo-platform/apollo/internal/localcluster/clustertest"
+	"github.com/apollo-platform/apollo/internal/redisroute"
+)
+
+// A user narrowed the usual way (+@all -@dangerous) reads and writes but
+// is denied INFO, without which no acknowledged write is ever reported
+// done (its proof reads the replicas' offsets): every booking fails, on
+// every node. CheckRights names the denial on each node before anything
+// is sent, without running the commands it checks: the one that would
+// write leaves no key. A user with exactly the router's rights is denied
+// nothing; one whose keys are not Apollo's is denied its keyed commands
+// for their keys, and its channels likewise (SUNSUBSCRIBE is not
+// checked: Redis lets anyone leave a channel); one denied MULTI cannot be
+// asked further, and says so.
+func TestCheckRightsNamesWhatEachNodeDeniesWithoutRunningIt(t *testing.T) {
+	c := clustertest.Start(t, func(cfg *localcluster.Config) { cfg.Primaries, cfg.Replicas = 3, 1 })
+	ctx := ctxFor(t, 60*time.Second)
+	rights := redisroute.RouterRights()
+	exact := redisroute.ACLRules(rights)
+	users := []struct {
+		name  string
+		rules []string
+		want  []string
+	}{
+		{"exact", exact, nil},
+		{"nodanger", []string{"~*", "&*", "+@all", "-@dangerous"}, []string{"info"}},
+		{"otherkeys", append(slices.Clone(exact), "resetkeys", "~other:*", "resetchannels", "&other:*"),
+			[]string{"set (keys)", "exists (keys)", "eval (keys)", "del (keys)", "ssubscribe (channels)", "spublish (channels)"}},
+		{"nomulti", append(slices.Clone(exact), "-multi"), []string{"multi"}},
+	}
+	for _, u := range users {
+		if err := c.SetUser(ctx, u.name, append([]string{"reset", "on", ">pw"}, u.rules...)...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, u := range users {
+		t.Run(u.name, func(t *testing.T) {
+			r := routerFromFlags(t, ctx, prometheus.NewRegistry(), "--redis-addrs", c.Addrs()[0], "--redis-user", u.name, "--redis-password", "pw")
+			denied, unknown := r.CheckRights(ctx, rights)
+			if len(unknown) > 0 {
+				t.Fatalf("nodes not asked: %v", unknown)
+			}
+			if u.want == nil {
+				if len(denied) > 0 {
+					t.Fatalf("denied %v, want nothing", denied)
+				}
+				return
+			}
+			if len(denied) != len(c.Nodes()) {
+				t.Fatalf("denied on %d nodes, want all %d: %v", len(denied), len(c.Nodes()), denied)
+			}
+			for _, d := range denied {
+				if !slices.Equal(d.Denied, u.want) {
+					t.Errorf("%s denies %q, want %q", d.Addr, d.Denied, u.want)
+				}
+			}
+		})
+	}
+	for _, n := range c.Nodes() {
+		cl := n.Client()
+		keys, err := cl.Keys(ctx, "apollo:*").Result()
+		cl.Close()
+		if err != nil || len(keys) > 0 {
+			t.Errorf("%s holds %v after the checks (%v): a checked command ran", n.Addr, keys, err)
+		}
+	}
+}
