@@ -70,6 +70,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, opts ...Option) (*Ap
 	a.stopping, a.stopAPI = context.WithCancel(context.Background())
 	a.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	var err error
+	cfg.Redis.Rights = redisstore.Rights() // watched while Apollo runs
 	if a.router, err = redisroute.New(ctx, cfg.Redis, a.reg, log.With("component", "redisroute")); err != nil {
 		return nil, err
 	}

@@ -27,7 +27,7 @@ const rightsCheckTimeout = 2 * time.Second
 // -@dangerous, has every acknowledged write fail its proof, and so every
 // booking. The error names each node's denials and the rules that grant
 // them. A node that does not answer now is not judged, and is named in a
-// warning.
+// warning. The router asks again while Apollo runs (Config.Rights).
 func refuseWithoutRights(ctx context.Context, r *redisroute.Router, user string, log *slog.Logger) error {
 	ctx, cancel := context.WithTimeout(ctx, rightsCheckTimeout)
 	defer cancel()

@@ -156,6 +156,14 @@ type Config struct {
 	// for its clock (skew.go).
 	MemoryCheckInterval time.Duration
 
+	// Rights are the commands Apollo's user must be allowed to run
+	// (redisstore.Rights, set by the app). Every RightsCheckInterval each
+	// node of the slot map is asked which it denies (rights.go): an ACL
+	// narrowed while Apollo runs is exported, logged and alerted on. None:
+	// not checked.
+	Rights              []Right
+	RightsCheckInterval time.Duration
+
 	// MigrationGrace is how long reads go to primaries after a MOVED or ASK
 	// reply: replicas cannot see a slot migration and may answer "missing"
 	// for keys that already moved.
@@ -209,6 +217,7 @@ func DefaultConfig() Config {
 		ReplicaCheckInterval: 500 * time.Millisecond,
 		MaxReplicaLag:        2 * time.Second,
 		MemoryCheckInterval:  5 * time.Second,
+		RightsCheckInterval:  30 * time.Second,
 		PrimaryFallbackRate:  50000,
 		MigrationGrace:       10 * time.Second,
 	}
@@ -338,6 +347,7 @@ func (c Config) Validate() error {
 		"refresh interval": c.RefreshInterval, "refresh min interval": c.RefreshMinInterval,
 		"ack timeout": c.AckTimeout, "hedge min": c.HedgeMin, "hedge max": c.HedgeMax, "stall after": c.StallAfter, "fail fast after": c.FailFastAfter, "probe interval": c.ProbeInterval,
 		"replica check interval": c.ReplicaCheckInterval, "memory check interval": c.MemoryCheckInterval,
+		"rights check interval": c.RightsCheckInterval,
 	}
 	for name, d := range positive {
 		if d <= 0 {

@@ -20,8 +20,9 @@ type metrics struct {
 	cannotPersist                                      *prometheus.GaugeVec   // persist.go: whether each node can write its data to disk
 	primaryRestarts                                    *prometheus.CounterVec // restart_data.go: primaries restarted before a failover, by what they kept
 	clockOffset                                        *prometheus.GaugeVec
-	passwordChanges, passwordFileErrors                prometheus.Counter // credentials.go
-	clientCertExpiry                                   prometheus.Gauge   // tlscerts.go
+	passwordChanges, passwordFileErrors                prometheus.Counter   // credentials.go
+	clientCertExpiry                                   prometheus.Gauge     // tlscerts.go
+	rightsDenied                                       *prometheus.GaugeVec // rights.go
 	nodeCertExpiry                                     *prometheus.GaugeVec
 	clientCertFileErrors                               prometheus.Counter
 	clusterOffset                                      prometheus.Gauge
@@ -111,6 +112,9 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		nodeCertExpiry: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "apollo_redis_node_cert_expiry_timestamp_seconds", Help: "When the TLS certificate each node of the slot map presented at its last handshake expires, Unix time, exported with each node check (5 s); 0 without TLS, or before a handshake. Once it has expired, every new connection to the node fails verification. Connections in use are kept: after a renewal the value changes as connections are made again.",
 		}, []string{"node"}),
+		rightsDenied: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "apollo_redis_rights_denied", Help: "How many of the commands Apollo needs (or its keys, or its channels) each node's ACL denies Apollo's user, at the last check (every 30 s; 0 before it). Each denial fails what needs it on that node: without INFO, every acknowledged write and every booking. apollo check names them.",
+		}, []string{"node"}),
 		clientCertFileErrors: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "apollo_redis_tls_cert_file_errors_total", Help: "Reads of --redis-tls-cert and --redis-tls-key (for each new connection, and every 5 s) that failed: gone, unreadable, or not a pair (as for a moment while a certificate and its key are renewed one after the other). New connections are given the certificate read before.",
 		}),
@@ -165,7 +169,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	if reg == nil {
 		return m, nil
 	}
-	for _, c := range []prometheus.Collector{m.latency, m.nodeErrors, m.ejections, m.ejected, m.replicaBehind, m.memoryUsed, m.memoryMax, m.memoryMayEvict, m.evictedKeys, m.clients, m.maxClients, m.cannotPersist, m.primaryRestarts, m.clockOffset, m.passwordChanges, m.passwordFileErrors, m.clientCertExpiry, m.nodeCertExpiry, m.clientCertFileErrors, m.clusterOffset, m.refreshes, m.refreshDeduped, m.kept, m.hedges, m.retries, m.fallbacks, m.commands, m.subscriptionsLost, m.proofReplicas, m.redirects} {
+	for _, c := range []prometheus.Collector{m.latency, m.nodeErrors, m.ejections, m.ejected, m.replicaBehind, m.memoryUsed, m.memoryMax, m.memoryMayEvict, m.evictedKeys, m.clients, m.maxClients, m.cannotPersist, m.primaryRestarts, m.clockOffset, m.passwordChanges, m.passwordFileErrors, m.clientCertExpiry, m.nodeCertExpiry, m.rightsDenied, m.clientCertFileErrors, m.clusterOffset, m.refreshes, m.refreshDeduped, m.kept, m.hedges, m.retries, m.fallbacks, m.commands, m.subscriptionsLost, m.proofReplicas, m.redirects} {
 		if err := reg.Register(c); err != nil {
 			return nil, errors.Join(errors.New("register redisroute metrics"), err)
 		}
@@ -196,6 +200,7 @@ func (m *metrics) start(addr string, ejected bool) {
 		m.nodeErrors.WithLabelValues(addr, kind)
 	}
 	m.nodeCertExpiry.WithLabelValues(addr)
+	m.rightsDenied.WithLabelValues(addr)
 }
 
 // followTopology keeps the per-node series with the slot map as it changes
@@ -218,7 +223,7 @@ func (m *metrics) followTopology(old, now *topology) {
 			m.ejections.DeletePartialMatch(prometheus.Labels{"node": n.addr})
 			m.nodeErrors.DeletePartialMatch(prometheus.Labels{"node": n.addr})
 			m.replicaBehind.DeleteLabelValues(n.addr)
-			for _, g := range []*prometheus.GaugeVec{m.memoryUsed, m.memoryMax, m.memoryMayEvict, m.evictedKeys, m.clients, m.maxClients, m.cannotPersist, m.clockOffset, m.nodeCertExpiry} {
+			for _, g := range []*prometheus.GaugeVec{m.memoryUsed, m.memoryMax, m.memoryMayEvict, m.evictedKeys, m.clients, m.maxClients, m.cannotPersist, m.clockOffset, m.nodeCertExpiry, m.rightsDenied} {
 				g.DeleteLabelValues(n.addr)
 			}
 		}

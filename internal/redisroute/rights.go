@@ -96,14 +96,7 @@ type NodeRights struct {
 // which of rights its ACL denies Apollo's user. Nodes that could not be
 // asked (down, hung, refusing the credentials) are listed in unknown.
 func (r *Router) CheckRights(ctx context.Context, rights []Right) (denied []NodeRights, unknown []string) {
-	known, unknown := askEveryNode(r.topo.Load(), func(n *node) (NodeRights, bool) {
-		opt := *n.asks.Options()
-		opt.PoolSize, opt.MinIdleConns, opt.OnConnect = 1, 0, nil
-		c := redis.NewClient(&opt) // its own connection, closed after: it is left in a transaction if the check is cut short
-		defer c.Close()
-		names, err := DeniedRights(ctx, c, rights)
-		return NodeRights{Addr: n.addr, Denied: names}, err == nil
-	})
+	known, unknown := r.askRights(ctx, rights)
 	for _, k := range known {
 		if len(k.Denied) > 0 {
 			denied = append(denied, k)
@@ -112,13 +105,54 @@ func (r *Router) CheckRights(ctx context.Context, rights []Right) (denied []Node
 	return denied, unknown
 }
 
+// askRights asks every node of the current topology which of rights it
+// denies, through its reach pool: it sets nothing up on a connection
+// (READONLY may be among the rights denied), and its dials are given the
+// whole DialTimeout (the asks' are cut to fit a write's proof).
+func (r *Router) askRights(ctx context.Context, rights []Right) (known []NodeRights, unknown []string) {
+	return askEveryNode(r.topo.Load(), func(n *node) (NodeRights, bool) {
+		names, err := DeniedRights(ctx, n.reach, rights)
+		return NodeRights{Addr: n.addr, Denied: names}, err == nil
+	})
+}
+
+// checkRights, every RightsCheckInterval, exports how many of cfg.Rights
+// each node of the slot map denies, and logs a node that starts or stops
+// denying some: an ACL narrowed while Apollo runs (an ACL file loaded
+// again, a rule pushed to the nodes) fails what needs the right on that
+// node from then on, which the start's check cannot see. A node that does
+// not answer keeps its last value.
+func (r *Router) checkRights() {
+	ctx, cancel := context.WithTimeout(context.Background(), r.cfg.RightsCheckInterval)
+	defer cancel()
+	known, _ := r.askRights(ctx, r.cfg.Rights)
+	in := r.topo.Load().byAddr()
+	for _, k := range known {
+		if in[k.Addr] == nil {
+			continue // left while asked: its series are gone
+		}
+		r.m.rightsDenied.WithLabelValues(k.Addr).Set(float64(len(k.Denied)))
+		now := strings.Join(k.Denied, ", ")
+		switch last := r.rightsLast[k.Addr]; {
+		case now != "" && now != last:
+			r.log.Error("redis node denies Apollo's user commands it needs: what needs them fails on this node (without INFO, every acknowledged write); grant them",
+				"node", k.Addr, "denied", now, "grant", strings.Join(Grants(k.Denied), " "))
+		case now == "" && last != "":
+			r.log.Info("redis node allows Apollo's user every command it needs again", "node", k.Addr)
+		}
+		r.rightsLast[k.Addr] = now
+	}
+}
+
 // DeniedRights asks the node behind c which of rights its ACL denies c's
 // user: each is queued in a transaction (MULTI), which is then discarded,
 // so nothing runs. A user denied MULTI itself cannot be asked further:
 // "multi" is then the one denial named. An error means the node could not
 // be asked.
 func DeniedRights(ctx context.Context, c *redis.Client, rights []Right) ([]string, error) {
-	cn := c.Conn()
+	// Discarded after, not put back in c's pool: cut short, it would be
+	// left in the transaction.
+	cn := c.EphemeralConn()
 	defer cn.Close()
 	if err := cn.Do(ctx, "MULTI").Err(); err != nil {
 		if isNoPerm(err) {

@@ -75,3 +75,44 @@ func TestCheckRightsNamesWhatEachNodeDeniesWithoutRunningIt(t *testing.T) {
 		}
 	}
 }
+
+// An ACL narrowed while Apollo runs (an ACL file loaded again, a rule
+// pushed to some nodes) is seen within a rights check: the node that now
+// denies INFO is exported as denying one right, the others as denying
+// none, and once the right is given back the node reads 0 again.
+func TestARightRevokedWhileRunningIsExportedForItsNode(t *testing.T) {
+	c := clustertest.Start(t, func(cfg *localcluster.Config) { cfg.Primaries, cfg.Replicas = 3, 1 })
+	ctx := ctxFor(t, 60*time.Second)
+	if err := c.SetUser(ctx, "apollo", append([]string{"on", ">pw"}, redisroute.ACLRules(redisroute.RouterRights())...)...); err != nil {
+		t.Fatal(err)
+	}
+	cfg := redisroute.DefaultConfig()
+	cfg.Addrs, cfg.Username, cfg.Password = c.Addrs()[:1], "apollo", "pw"
+	cfg.Rights, cfg.RightsCheckInterval = redisroute.RouterRights(), 100*time.Millisecond
+	reg := prometheus.NewRegistry()
+	r, err := redisroute.New(ctx, cfg, reg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	denied := func(node string) float64 { v, _ := counter(t, reg, "apollo_redis_rights_denied", node); return v }
+	if all, series := counter(t, reg, "apollo_redis_rights_denied", ""); all != 0 || series != len(c.Nodes()) {
+		t.Fatalf("at start: %v rights denied over %d series, want 0 over %d", all, series, len(c.Nodes()))
+	}
+
+	narrowed := c.Replicas(ctx, 1)[0]
+	acl := func(rule string) {
+		cl := narrowed.Client()
+		defer cl.Close()
+		if err := cl.Do(ctx, "ACL", "SETUSER", "apollo", rule).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	acl("-info")
+	waitFor(t, 10*time.Second, "INFO revoked on "+narrowed.Addr+" exported", func() bool { return denied(narrowed.Addr) == 1 })
+	if all, _ := counter(t, reg, "apollo_redis_rights_denied", ""); all != 1 {
+		t.Errorf("%v rights denied over the cluster, want the 1 of %s", all, narrowed.Addr)
+	}
+	acl("+info")
+	waitFor(t, 10*time.Second, "INFO given back on "+narrowed.Addr, func() bool { return denied(narrowed.Addr) == 0 })
+}

@@ -30,6 +30,7 @@ type Router struct {
 	departed    map[string]departed // nodes that left the slot map, by address; under departedMu
 	memMu       sync.Mutex
 	memLast     map[string]NodeMemory // each node's last memory check, by address; under memMu
+	rightsLast  map[string]string     // each node's denials at the last rights check; its goroutine's alone
 	persistMu   sync.Mutex
 	persistLast map[string]NodePersistence // each node's last persistence check, by address; under persistMu
 	refreshCh   chan string
@@ -127,6 +128,7 @@ func New(ctx context.Context, cfg Config, reg prometheus.Registerer, log *slog.L
 		nodes:       map[string]*node{},
 		departed:    map[string]departed{},
 		memLast:     map[string]NodeMemory{},
+		rightsLast:  map[string]string{},
 		persistLast: map[string]NodePersistence{},
 		hedges:      newBudget(cfg.HedgeBudget, cfg.BudgetBurst),
 		retries:     newBudget(cfg.RetryBudget, cfg.BudgetBurst),
@@ -181,6 +183,10 @@ func New(ctx context.Context, cfg Config, reg prometheus.Registerer, log *slog.L
 		go r.watchdogLoop()
 		go r.every(cfg.ProbeInterval, r.probeEjected)
 		go r.everyOr(cfg.ReplicaCheckInterval, r.checkNow, r.checkReplication)
+		if len(cfg.Rights) > 0 {
+			r.wg.Add(1)
+			go func() { r.checkRights(); r.every(cfg.RightsCheckInterval, r.checkRights) }() // exported from the start
+		}
 	}
 	return r, nil
 }
