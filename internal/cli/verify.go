@@ -45,6 +45,8 @@ is up, as an upgrade does), forced-switchover (CLUSTER FAILOVER FORCE: the
 replica takes over without its primary's agreement and drops every write it
 had not received; Apollo's write proof keeps a write from being reported done
 until every replica in step holds it), handshake (one node refuses the password of Apollo's user),
+rights-revoked (one node's ACL denies Apollo's user INFO, as -@dangerous does,
+while Apollo runs: no acknowledged write of its shard can be proven),
 busy-script (one node runs a script that never ends and answers BUSY to everything),
 instance-kill (SIGKILL of one apollo instance, restarted), instance-pause
 (SIGSTOP of one apollo instance for the fault's length, then SIGCONT: it

@@ -93,6 +93,19 @@ func (cr *Credentials) RefuseOn(ctx context.Context, node *localcluster.Node) (u
 	return undo, cl.ClientKillByFilter(ctx, "USER", cr.User).Err()
 }
 
+// DenyOn takes command from the user on node alone (ACL SETUSER -command,
+// not saved), as an ACL narrowed on some nodes does: -@dangerous takes
+// INFO. undo gives it back.
+func (cr *Credentials) DenyOn(ctx context.Context, node *localcluster.Node, command string) (undo func(context.Context) error, err error) {
+	set := func(ctx context.Context, rule string) error {
+		cl := node.Client()
+		defer cl.Close()
+		return cl.Do(ctx, "ACL", "SETUSER", cr.User, rule).Err()
+	}
+	undo = func(ctx context.Context) error { return set(ctx, "+"+command) }
+	return undo, set(ctx, "-"+command)
+}
+
 func (cr *Credentials) write(password string) error {
 	return localcluster.ReplaceFile(cr.File, []byte(password+"\n"), 0o600)
 }

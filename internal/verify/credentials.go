@@ -5,6 +5,6 @@ package verify
 // rights (redisstore.ACLRules: a command sent without its right fails the
 // run), as in production: the
 // harness keeps the default user (drill.Credentials), so that a fault on
-// Apollo's credentials (handshake, password-rotation) leaves its own
+// Apollo's credentials (handshake, password-rotation, rights-revoked) leaves its own
 // reads alone.
 const apolloUser = "apollo"

@@ -17,7 +17,7 @@ import (
 // without --faults injects them.
 func FaultNames() []string {
 	return []string{"replica-crash", "replica-hang", "primary-crash", "primary-hang", "primary-full", "primary-disk", "switchover", "forced-switchover", "handshake", "busy-script", "instance-kill",
-		"instance-pause", "instance-clock", "primary-partition", "reshard", "cluster-restart", "replica-resync", "primary-slow", "replica-slow", "conn-kill", "primary-pause-writes", "primary-restart", "maxclients", "instance-partition", "instance-primary-partition", "instance-replica-partition", "slot-migration-stuck", "primary-lossy", "replica-lossy", "instance-primary-oneway", "instance-lossy", "password-rotation"}
+		"instance-pause", "instance-clock", "primary-partition", "reshard", "cluster-restart", "replica-resync", "primary-slow", "replica-slow", "conn-kill", "primary-pause-writes", "primary-restart", "maxclients", "instance-partition", "instance-primary-partition", "instance-replica-partition", "slot-migration-stuck", "primary-lossy", "replica-lossy", "instance-primary-oneway", "instance-lossy", "password-rotation", "rights-revoked"}
 }
 
 // slowStop and slowRun are the slow faults' pulses: the node is stopped
@@ -237,6 +237,8 @@ func (n *nemesis) fault(ctx context.Context, name string) (drill.Fault, error) {
 		return n.switchover(primary, n.pick(replicas), name == "forced-switchover"), nil
 	case "handshake":
 		return n.handshake(n.pick(append(replicas, primary))), nil
+	case "rights-revoked":
+		return n.revokeInfo(n.pick(append(replicas, primary))), nil
 	case "busy-script":
 		// As another application's slow script does: the node answers
 		// every command with BUSY, while it stays up and in the cluster.
@@ -296,6 +298,24 @@ func (n *nemesis) handshake(node *localcluster.Node) drill.Fault {
 			return err
 		},
 		HealFn: func(ctx context.Context) error { return errors.Join(undo(ctx), n.c.WaitHealthy(ctx)) },
+	}
+}
+
+// revokeInfo takes INFO from Apollo's user on one node, as an ACL narrowed
+// the usual way (-@dangerous) on some nodes while Apollo runs: the proofs
+// of the shard's acknowledged writes cannot read that node's replication
+// offsets, so they are not confirmed (a primary's: none is), and nothing
+// unconfirmed may be reported done. Connections in use are kept: Redis
+// checks the rights of each command.
+func (n *nemesis) revokeInfo(node *localcluster.Node) drill.Fault {
+	undo := func(context.Context) error { return nil }
+	return drill.FaultFunc{Label: "INFO denied to Apollo's user on " + node.Addr,
+		InjectFn: func(ctx context.Context) error {
+			u, err := n.creds.DenyOn(ctx, node, "info")
+			undo = u
+			return err
+		},
+		HealFn: func(ctx context.Context) error { return undo(ctx) },
 	}
 }
 

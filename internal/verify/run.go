@@ -192,12 +192,12 @@ func Run(ctx context.Context, cfg Config) (h History, err error) {
 	args = append(args, "--redis-user", creds.User, "--redis-password-file", creds.File)
 	args = supportedFlags(ctx, cfg.Bin, append(args, "--api-request-timeout", clientTimeout.String()))
 	// A build without --redis-password-file connects as the default
-	// user, which handshake and password-rotation do not touch: they would
-	// pass having tested nothing.
+	// user, which handshake, password-rotation and rights-revoked do not
+	// touch: they would pass having tested nothing.
 	if !slices.Contains(args, "--redis-password-file") {
 		for _, f := range scheduled(cfg.Faults) {
 			for _, part := range faultParts(f) {
-				if part == "handshake" || part == "password-rotation" {
+				if part == "handshake" || part == "password-rotation" || part == "rights-revoked" {
 					return h, fmt.Errorf("fault %s needs a build of apollo serve with --redis-password-file (%s has none)", part, cfg.Bin)
 				}
 			}
