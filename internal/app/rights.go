@@ -34,7 +34,7 @@ func refuseWithoutRights(ctx context.Context, r *redisroute.Router, user string,
 	denied, unknown := r.CheckRights(ctx, redisstore.Rights())
 	if len(unknown) > 0 {
 		log.Warn("could not ask some Redis nodes which commands they allow Apollo's user, so they are not checked",
-			"nodes", strings.Join(unknown, ","))
+			"nodes", strings.Join(unknown, "; "))
 	}
 	if len(denied) == 0 {
 		return nil

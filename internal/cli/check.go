@@ -30,7 +30,7 @@ func runCheck(ctx context.Context, e env, args []string) error {
 	flags := rc.RegisterFlags(fs)
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	timeout := fs.Duration("timeout", time.Second, "timeout of each probe")
-	printRules := fs.Bool("print-acl-rules", false, "print the ACL SETUSER rules of a Redis user with exactly the rights Apollo needs, on one line, and exit (no Redis is asked): redis-cli ACL SETUSER apollo on '>PASSWORD' $(apollo check --print-acl-rules)")
+	printRules := fs.Bool("print-acl-rules", false, "print the ACL SETUSER rules of a Redis user with exactly the rights Apollo needs (Redis 7.0 or later), on one line, and exit (no Redis is asked): apollo check --print-acl-rules | xargs redis-cli -h NODE ACL SETUSER apollo on '>PASSWORD', on every node, then ACL SAVE or CONFIG REWRITE")
 	if err := parseFlags(e, fs, args); err != nil {
 		return err
 	}

@@ -2,6 +2,7 @@ package clustercheck
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -30,9 +31,17 @@ func accessFindings(nodes []Node, user string) []Finding {
 				"this %s serves clients that send no password, though Apollo is configured with one: anyone who can reach it can read and write", n.Role))
 		}
 		if len(n.Denied) > 0 {
+			why := "what needs them would fail on this node"
+			if slices.Contains(n.Denied, "info") {
+				why = "without INFO no acknowledged write is ever confirmed: every booking would fail"
+			}
 			out = append(out, Finding{Severity: Critical, Code: "rights_denied", Node: n.Addr, Message: fmt.Sprintf(
-				"Apollo's user %q may not run %s on this %s, so apollo serve refuses to start (denied INFO, no acknowledged write would ever be confirmed: every booking would fail); grant them on every node: ACL SETUSER %s %s",
-				user, strings.Join(n.Denied, ", "), n.Role, user, strings.Join(redisroute.Grants(n.Denied), " "))})
+				"Apollo's user %q may not run %s on this %s, so apollo serve refuses to start (%s); grant them on every node: ACL SETUSER %s %s",
+				user, strings.Join(n.Denied, ", "), n.Role, why, user, strings.Join(redisroute.Grants(n.Denied), " "))})
+		}
+		if n.RightsUnchecked {
+			warn("rights_unchecked", n.Addr, fmt.Sprintf(
+				"whether Apollo's user %q may run every command Apollo needs on this %s is not known: the check queues each in MULTI and DISCARDs it, and the user may not run those; grant +multi +discard (Apollo sends neither otherwise)", user, n.Role))
 		}
 		switch {
 		case n.ACLError == "" || n.CredentialsError != "":

@@ -56,7 +56,11 @@ func TestAccessFindings(t *testing.T) {
 			{Addr: "b", Reachable: true, ACLError: "ACL USERS: NOPERM this user has no permissions to run the 'acl|users' command"},
 		}, []want{{Info, "acl_not_readable", "", []string{`user "apollo" may not read the ACL`, "exactly Apollo's rights", "not compared, on a, b"}}}},
 		{"rights denied", []Node{ok("a", "apollo"), with(ok("b", "apollo"), func(n *Node) { n.Role, n.Denied = "primary", []string{"info", "set (keys)", "wait"} })},
-			[]want{{Critical, "rights_denied", "b", []string{`user "apollo" may not run info, set (keys), wait on this primary`, "refuses to start", "ACL SETUSER apollo +info ~apollo:* +wait"}}}},
+			[]want{{Critical, "rights_denied", "b", []string{`user "apollo" may not run info, set (keys), wait on this primary`, "refuses to start", "without INFO", "ACL SETUSER apollo +info ~apollo:* +wait"}}}},
+		{"a data command denied", []Node{with(ok("a", "apollo"), func(n *Node) { n.Denied = []string{"zadd"} })},
+			[]want{{Critical, "rights_denied", "a", []string{"may not run zadd on this replica", "would fail on this node", "ACL SETUSER apollo +zadd"}}}},
+		{"rights not checked", []Node{with(ok("a", "apollo"), func(n *Node) { n.RightsUnchecked = true })},
+			[]want{{Warning, "rights_unchecked", "a", []string{"not known", "MULTI", "+multi +discard"}}}},
 		{"the user's rules differ", []Node{ok("a", "apollo"), with(ok("b", "apollo"), func(n *Node) { n.ACLUser = strings.Replace(rules, "+@all", "+@all -flushall", 1) }), ok("c", "apollo")},
 			[]want{{Warning, "acl_user_differs", "b", []string{`user "apollo"`, "+@all -flushall", "2 other nodes (a, c) have flags [on]"}}}},
 	}

@@ -50,7 +50,7 @@ func assess(rep *Report) {
 	if rep.AllowReadsWhenDown == "no" {
 		rep.add(Warning, "reads_when_down", "", "cluster-allow-reads-when-down is no: while a failed primary is being replaced, every node refuses reads for every slot (CLUSTERDOWN)")
 	}
-	for _, f := range slices.Concat(persistenceFindings(rep.Nodes), diskFindings(rep.Nodes), memoryFindings(rep.Nodes), clockFindings(rep.Nodes), migrationFindings(rep.Nodes)) {
+	for _, f := range slices.Concat(persistenceFindings(rep.Nodes), diskFindings(rep.Nodes), memoryFindings(rep.Nodes), clockFindings(rep.Nodes), migrationFindings(rep.Nodes), certFindings(rep.Nodes, rep.CheckedAt)) {
 		rep.add(f.Severity, f.Code, f.Node, f.Message)
 	}
 	rep.add(Info, "read_policy", "", policyAdvice(rep.ReadPolicy))

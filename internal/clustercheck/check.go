@@ -8,6 +8,7 @@ import (
 	"net/netip"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -37,7 +38,7 @@ const (
 
 // Run inspects the cluster reachable at opts.Addrs.
 func Run(ctx context.Context, opts Options) (Report, error) {
-	rep := Report{ReadPolicy: opts.ReadPolicy, User: configuredUser(opts)}
+	rep := Report{ReadPolicy: opts.ReadPolicy, User: configuredUser(opts), CheckedAt: time.Now()}
 	if len(opts.Addrs) == 0 {
 		return rep, errors.New("at least one seed address is needed (--redis-addrs)")
 	}
@@ -192,8 +193,17 @@ func probe(ctx context.Context, opts Options, n *Node, all []Node) {
 		n.Error = "flagged as failed by the cluster"
 		return
 	}
-	c := client(opts, n.Addr, n.Role == "replica")
+	var expiry atomic.Int64 // set by the handshake
+	tlsOpts := opts
+	tlsOpts.TLS = redisroute.WithCertExpiry(opts.TLS, func(at time.Time) { expiry.Store(at.Unix()) })
+	c := client(tlsOpts, n.Addr, n.Role == "replica")
 	defer c.Close()
+	defer func() {
+		if at := expiry.Load(); at != 0 {
+			t := time.Unix(at, 0)
+			n.CertExpiry = &t
+		}
+	}()
 	start := time.Now()
 	err := c.Exists(ctx, "apollo:check").Err()
 	if err != nil && !strings.HasPrefix(err.Error(), "MOVED") && !strings.HasPrefix(err.Error(), "ASK") {

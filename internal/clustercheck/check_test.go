@@ -303,3 +303,30 @@ func TestCheckAsAUserWithExactlyApollosRightsWarnsOfNothing(t *testing.T) {
 	}
 	t.Logf("apollo check as a user with exactly Apollo's rights:\n%s", text.String())
 }
+
+// Over TLS, apollo check reads the certificate each node presents: the
+// throwaway cluster's expire in a day, so every node is warned of, with
+// the time it expires.
+func TestCheckOverTLSWarnsOfNodeCertificatesAboutToExpire(t *testing.T) {
+	c := clustertest.Start(t, func(cfg *localcluster.Config) { cfg.Primaries, cfg.Replicas, cfg.TLS = 3, 1, true })
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	rep, err := clustercheck.Run(ctx, clustercheck.Options{Addrs: c.Addrs()[:1], TLS: c.TLSConfig(), ReadPolicy: "replica-preferred"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	warned := map[string]bool{}
+	for _, f := range rep.Findings {
+		if f.Code == "node_cert_expiring" {
+			warned[f.Node] = true
+		}
+	}
+	for _, n := range rep.Nodes {
+		if n.CertExpiry == nil || n.CertExpiry.Before(time.Now()) || n.CertExpiry.After(time.Now().Add(25*time.Hour)) {
+			t.Errorf("%s: certificate expiry %v, want the day ahead the cluster's certificates have", n.Addr, n.CertExpiry)
+		}
+		if !warned[n.Addr] {
+			t.Errorf("%s: no node_cert_expiring finding", n.Addr)
+		}
+	}
+}

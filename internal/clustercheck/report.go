@@ -1,6 +1,10 @@
 package clustercheck
 
-import "github.com/apollo-platform/apollo/internal/redisroute"
+import (
+	"time"
+
+	"github.com/apollo-platform/apollo/internal/redisroute"
+)
 
 // Severity of a finding. The check's exit code is the highest one.
 type Severity int
@@ -60,9 +64,15 @@ type Node struct {
 	// not be read with Apollo's credentials.
 	ACLUsers []string `json:"acl_users,omitempty"`
 	ACLError string   `json:"acl_error,omitempty"`
+	// CertExpiry is when the TLS certificate the node presented expires;
+	// nil without TLS, or when no handshake completed.
+	CertExpiry *time.Time `json:"cert_expiry,omitempty"`
 	// Denied are the rights (Options.Rights, named as
 	// redisroute.NodeRights.Denied) the node's ACL denies Apollo's user.
 	Denied []string `json:"denied,omitempty"`
+	// RightsUnchecked: the node denies the check's own MULTI or DISCARD,
+	// so Denied is not known.
+	RightsUnchecked bool `json:"rights_unchecked,omitempty"`
 	// ACLUser is ACL GETUSER of Apollo's user, on one line (password hashes
 	// shortened); empty when the user may not run it.
 	ACLUser string `json:"acl_user,omitempty"`
@@ -101,6 +111,7 @@ type Report struct {
 	Nodes              []Node    `json:"nodes"`
 	Findings           []Finding `json:"findings"`
 	Status             Severity  `json:"status"`
+	CheckedAt          time.Time `json:"checked_at"`
 }
 
 func (r *Report) add(sev Severity, code, node, msg string) {

@@ -74,7 +74,7 @@ type node struct {
 // which it may refuse (see restart.go).
 func newNode(addr string, cfg Config, m *metrics, credentials func(context.Context) (string, string, error), connected func(*node, string) error) *node {
 	n := &node{addr: addr, reads: coalescer{after: cfg.CoalesceAfter}, m: m.forNode(addr)}
-	tlsConfig := withCertExpiry(cfg.TLS, func(at time.Time) { n.certExpiry.Store(at.Unix()) })
+	tlsConfig := WithCertExpiry(cfg.TLS, func(at time.Time) { n.certExpiry.Store(at.Unix()) })
 	opt := &redis.Options{
 		Addr:                  addr,
 		Username:              cfg.Username,

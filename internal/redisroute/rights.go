@@ -67,6 +67,7 @@ func RouterRights() []Right {
 	return []Right{
 		{"MULTI"}, {"DISCARD"}, // this check
 		{"CLUSTER", "SLOTS"},                // the slot map (refresh.go)
+		{"ASKING"},                          // before a command redirected by ASK, while its slot moves
 		{"CLUSTER", "NODES"},                // apollo check's view of the cluster (clustercheck)
 		{"CLUSTER", "INFO"},                 // and of its state
 		{"READONLY"},                        // each request connection, for replica reads
@@ -90,15 +91,21 @@ type NodeRights struct {
 	// Denied names each command denied (as Right.Name), with "(keys)" or
 	// "(channels)" when it is Apollo's keys or channels that are denied.
 	Denied []string
+	// Err says why the node could not be asked; Denied is then unknown.
+	Err error
 }
 
 // CheckRights asks every node of the current topology, bounded by ctx,
 // which of rights its ACL denies Apollo's user. Nodes that could not be
-// asked (down, hung, refusing the credentials) are listed in unknown.
+// asked (down, hung, refusing the credentials, or denying the check's own
+// MULTI: ErrRightsUnchecked) are listed in unknown, each as its address
+// and why.
 func (r *Router) CheckRights(ctx context.Context, rights []Right) (denied []NodeRights, unknown []string) {
-	known, unknown := r.askRights(ctx, rights)
-	for _, k := range known {
-		if len(k.Denied) > 0 {
+	for _, k := range r.askRights(ctx, rights) {
+		switch {
+		case k.Err != nil:
+			unknown = append(unknown, fmt.Sprintf("%s (%v)", k.Addr, k.Err))
+		case len(k.Denied) > 0:
 			denied = append(denied, k)
 		}
 	}
@@ -109,11 +116,12 @@ func (r *Router) CheckRights(ctx context.Context, rights []Right) (denied []Node
 // denies, through its reach pool: it sets nothing up on a connection
 // (READONLY may be among the rights denied), and its dials are given the
 // whole DialTimeout (the asks' are cut to fit a write's proof).
-func (r *Router) askRights(ctx context.Context, rights []Right) (known []NodeRights, unknown []string) {
-	return askEveryNode(r.topo.Load(), func(n *node) (NodeRights, bool) {
+func (r *Router) askRights(ctx context.Context, rights []Right) []NodeRights {
+	all, _ := askEveryNode(r.topo.Load(), func(n *node) (NodeRights, bool) {
 		names, err := DeniedRights(ctx, n.reach, rights)
-		return NodeRights{Addr: n.addr, Denied: names}, err == nil
+		return NodeRights{Addr: n.addr, Denied: names, Err: err}, true
 	})
+	return all
 }
 
 // checkRights, every RightsCheckInterval, exports how many of cfg.Rights
@@ -125,11 +133,10 @@ func (r *Router) askRights(ctx context.Context, rights []Right) (known []NodeRig
 func (r *Router) checkRights() {
 	ctx, cancel := context.WithTimeout(context.Background(), r.cfg.RightsCheckInterval)
 	defer cancel()
-	known, _ := r.askRights(ctx, r.cfg.Rights)
 	in := r.topo.Load().byAddr()
-	for _, k := range known {
-		if in[k.Addr] == nil {
-			continue // left while asked: its series are gone
+	for _, k := range r.askRights(ctx, r.cfg.Rights) {
+		if k.Err != nil || in[k.Addr] == nil {
+			continue // not asked, or left while asked: its series are gone
 		}
 		r.m.rightsDenied.WithLabelValues(k.Addr).Set(float64(len(k.Denied)))
 		now := strings.Join(k.Denied, ", ")
@@ -144,34 +151,47 @@ func (r *Router) checkRights() {
 	}
 }
 
+// ErrRightsUnchecked: the node denies the user MULTI or DISCARD, which
+// the check itself needs (Apollo sends neither otherwise), so its rights
+// cannot be asked without running commands.
+var ErrRightsUnchecked = errors.New("rights not checked: the check queues each command in MULTI and DISCARDs it, and the user may not run them")
+
 // DeniedRights asks the node behind c which of rights its ACL denies c's
 // user: each is queued in a transaction (MULTI), which is then discarded,
-// so nothing runs. A user denied MULTI itself cannot be asked further:
-// "multi" is then the one denial named. An error means the node could not
-// be asked.
+// so nothing runs. An error means the node could not be asked
+// (ErrRightsUnchecked: it denies the check itself).
 func DeniedRights(ctx context.Context, c *redis.Client, rights []Right) ([]string, error) {
-	// Discarded after, not put back in c's pool: cut short, it would be
-	// left in the transaction.
+	// Discarded after, not put back in c's pool: cut short, or with its
+	// DISCARD refused, it would be left in the transaction.
 	cn := c.EphemeralConn()
 	defer cn.Close()
 	if err := cn.Do(ctx, "MULTI").Err(); err != nil {
 		if isNoPerm(err) {
-			return []string{"multi"}, nil
+			return nil, fmt.Errorf("%w (MULTI: %w)", ErrRightsUnchecked, err)
 		}
 		return nil, fmt.Errorf("MULTI: %w", err)
 	}
 	var queued []*redis.Cmd
+	var discard *redis.Cmd
 	_, err := cn.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for _, r := range rights {
 			if name := r.Name(); name != "multi" && name != "discard" {
 				queued = append(queued, p.Do(ctx, r...))
 			}
 		}
-		p.Do(ctx, "DISCARD")
+		discard = p.Do(ctx, "DISCARD")
 		return nil
 	})
 	var reply redis.Error
 	if err != nil && !errors.As(err, &reply) {
+		return nil, err
+	}
+	if err := discard.Err(); err != nil {
+		// Nothing ran: a transaction whose DISCARD was refused is left
+		// open, and the connection with it.
+		if isNoPerm(err) {
+			err = fmt.Errorf("%w (DISCARD: %w)", ErrRightsUnchecked, err)
+		}
 		return nil, err
 	}
 	var denied []string
@@ -188,13 +208,19 @@ func isNoPerm(err error) bool {
 	return errors.As(err, &reply) && strings.HasPrefix(reply.Error(), "NOPERM")
 }
 
-// deniedName names a denial as NodeRights.Denied does.
+// deniedName names a denial as NodeRights.Denied does. Redis words a
+// denied key or channel differently by version ("to access one of the
+// keys used as arguments" before 7.2, "to access a key" since); a denied
+// command names the command.
 func deniedName(r Right, err error) string {
-	switch msg := err.Error(); {
-	case strings.Contains(msg, "access one of the keys"):
-		return r.Name() + " (keys)"
-	case strings.Contains(msg, "access one of the channels"):
-		return r.Name() + " (channels)"
+	msg := strings.ToLower(err.Error())
+	if _, what, ok := strings.Cut(msg, "permissions to access "); ok {
+		switch {
+		case strings.Contains(what, "key"):
+			return r.Name() + " (keys)"
+		case strings.Contains(what, "channel"):
+			return r.Name() + " (channels)"
+		}
 	}
 	return r.Name()
 }

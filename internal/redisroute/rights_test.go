@@ -2,6 +2,7 @@ package redisroute_test
 
 import (
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -16,27 +17,31 @@ import (
 // is denied INFO, without which no acknowledged write is ever reported
 // done (its proof reads the replicas' offsets): every booking fails, on
 // every node. CheckRights names the denial on each node before anything
-// is sent, without running the commands it checks: the one that would
-// write leaves no key. A user with exactly the router's rights is denied
+// is sent, without running the commands it checks: the ones that would
+// write leave no key. A user with exactly the router's rights is denied
 // nothing; one whose keys are not Apollo's is denied its keyed commands
 // for their keys, and its channels likewise (SUNSUBSCRIBE is not
-// checked: Redis lets anyone leave a channel); one denied MULTI cannot be
-// asked further, and says so.
+// checked: Redis lets anyone leave a channel). A user denied MULTI or
+// DISCARD, which only the check needs, is not judged: every node is
+// unknown, and says why.
 func TestCheckRightsNamesWhatEachNodeDeniesWithoutRunningIt(t *testing.T) {
 	c := clustertest.Start(t, func(cfg *localcluster.Config) { cfg.Primaries, cfg.Replicas = 3, 1 })
 	ctx := ctxFor(t, 60*time.Second)
 	rights := redisroute.RouterRights()
 	exact := redisroute.ACLRules(rights)
 	users := []struct {
-		name  string
-		rules []string
-		want  []string
+		name      string
+		rules     []string
+		want      []string
+		unchecked bool
 	}{
-		{"exact", exact, nil},
-		{"nodanger", []string{"~*", "&*", "+@all", "-@dangerous"}, []string{"info"}},
+		{"exact", exact, nil, false},
+		{"nodanger", []string{"~*", "&*", "+@all", "-@dangerous"}, []string{"info"}, false},
+		{"noasking", append(slices.Clone(exact), "-asking"), []string{"asking"}, false},
 		{"otherkeys", append(slices.Clone(exact), "resetkeys", "~other:*", "resetchannels", "&other:*"),
-			[]string{"set (keys)", "exists (keys)", "eval (keys)", "del (keys)", "ssubscribe (channels)", "spublish (channels)"}},
-		{"nomulti", append(slices.Clone(exact), "-multi"), []string{"multi"}},
+			[]string{"set (keys)", "exists (keys)", "eval (keys)", "del (keys)", "ssubscribe (channels)", "spublish (channels)"}, false},
+		{"nomulti", append(slices.Clone(exact), "-multi"), nil, true},
+		{"nodiscard", append(slices.Clone(exact), "-discard"), nil, true},
 	}
 	for _, u := range users {
 		if err := c.SetUser(ctx, u.name, append([]string{"reset", "on", ">pw"}, u.rules...)...); err != nil {
@@ -47,6 +52,17 @@ func TestCheckRightsNamesWhatEachNodeDeniesWithoutRunningIt(t *testing.T) {
 		t.Run(u.name, func(t *testing.T) {
 			r := routerFromFlags(t, ctx, prometheus.NewRegistry(), "--redis-addrs", c.Addrs()[0], "--redis-user", u.name, "--redis-password", "pw")
 			denied, unknown := r.CheckRights(ctx, rights)
+			if u.unchecked {
+				if len(unknown) != len(c.Nodes()) || len(denied) > 0 {
+					t.Fatalf("denied %v, unknown %v; want every node unknown", denied, unknown)
+				}
+				for _, why := range unknown {
+					if !strings.Contains(why, "rights not checked") {
+						t.Errorf("unknown %q does not say why", why)
+					}
+				}
+				return
+			}
 			if len(unknown) > 0 {
 				t.Fatalf("nodes not asked: %v", unknown)
 			}

@@ -44,11 +44,11 @@ func withClientCert(t *tls.Config, src *fileSource[tls.Certificate]) *tls.Config
 	return t
 }
 
-// withCertExpiry returns a copy of t (nil without TLS) that tells seen
+// WithCertExpiry returns a copy of t (nil without TLS) that tells seen
 // when the certificate a node presents at each handshake expires: once it
 // has, every new connection to the node fails verification, whatever the
 // client holds (unless it skips verification).
-func withCertExpiry(t *tls.Config, seen func(notAfter time.Time)) *tls.Config {
+func WithCertExpiry(t *tls.Config, seen func(notAfter time.Time)) *tls.Config {
 	if t == nil {
 		return nil
 	}
