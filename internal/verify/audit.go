@@ -44,6 +44,7 @@ func Audits() []Audit {
 		{Code: CodeGhostBooking, Skip: noFinal, Run: GhostBookings},
 		{Code: CodeInternalError, Run: InternalErrors},
 		{Code: CodeClockOff, Skip: clockUnjudged, Run: ClockOff},
+		{Code: CodeRightsMissing, Skip: rightsUnjudged, Run: RightsMissing},
 	}
 }
 

@@ -27,6 +27,7 @@ func fineRun() History {
 	h = withFinal(h, 30, map[string]State{"b1": bk("accepted", "d1", 3)},
 		map[string]State{"d1": until(drv("reserved", "b1", true, 3), 4)})
 	h.Final.Rules = map[string]string{"apollo-0": `{"version":1}`, "apollo-1": `{"version":1}`}
+	h.ACLLogRead = true
 	return h
 }
 
@@ -42,7 +43,7 @@ func TestCheckPassesAFineRun(t *testing.T) {
 			t.Errorf("check %s: %s (%s), want pass", c.Name, c.Verdict, c.Detail)
 		}
 	}
-	want := "booking_lifecycle driver_register created_lost driver_held_twice orphan_reservation reservation_overdue booking_stuck rules_differ ghost_booking internal_error clock_off"
+	want := "booking_lifecycle driver_register created_lost driver_held_twice orphan_reservation reservation_overdue booking_stuck rules_differ ghost_booking internal_error clock_off rights_missing"
 	if got := strings.Join(names, " "); got != want {
 		t.Errorf("checks %s, want %s", got, want)
 	}

@@ -90,6 +90,17 @@ type FaultEvent struct {
 	Effect string `json:"effect,omitempty"`
 }
 
+// Denial is one entry of a node's ACL LOG: a command (Object) refused
+// Count times, for Reason (command, key, channel), run at the top level,
+// in a transaction (multi) or from a script (lua).
+type Denial struct {
+	Node    string `json:"node"`
+	Reason  string `json:"reason"`
+	Context string `json:"context"`
+	Object  string `json:"object"`
+	Count   int64  `json:"count"`
+}
+
 // Final is the state read straight from the cluster's primaries once the
 // workload and nemesis have stopped and the cluster is healthy.
 type Final struct {
@@ -124,6 +135,14 @@ type History struct {
 	// instance's time with it, and so every deadline read back, against
 	// the run's monotonic timeline.
 	HostClockStep time.Duration `json:"host_clock_step_ns,omitempty"`
+	// Denials are what every node's ACL LOG held, at the end of the run,
+	// for the instances' Redis user (apolloUser): each command, key or
+	// channel refused it. Refused credentials (auth), which handshake and
+	// password-rotation cause, are left out. A node restarted during the
+	// run lost its log. ACLLogRead says the logs were read (an older
+	// apollo verify did not).
+	Denials    []Denial `json:"acl_denials,omitempty"`
+	ACLLogRead bool     `json:"acl_log_read,omitempty"`
 	// readLag is how stale a driver read may be (Options.DriverReadLag),
 	// set by Check for the audits.
 	readLag time.Duration

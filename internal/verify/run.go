@@ -288,6 +288,10 @@ func Run(ctx context.Context, cfg Config) (h History, err error) {
 		return h, ctx.Err()
 	}
 	h.Final, err = readFinal(ctx, c, instances, w.bookingIDs(), w.driverIDs)
+	var aclErr error
+	if h.Denials, h.ACLLogRead, aclErr = readDenials(ctx, c, creds.User); aclErr != nil {
+		say("%s cannot be judged: %v", CodeRightsMissing, aclErr)
+	}
 	if h.HostClockStep = clockStep(h.Start); h.HostClockStep.Abs() > clockStepBound {
 		say("this host's clock stepped by %s during the run (wall time against monotonic time): %s cannot be judged", h.HostClockStep.Round(time.Millisecond), CodeClockOff)
 	}
