@@ -47,10 +47,8 @@ func access(ctx context.Context, opts Options, n *Node) {
 	c := client(opts, n.Addr, false)
 	defer c.Close()
 	if len(opts.Rights) > 0 {
-		var err error
-		if n.Denied, err = redisroute.DeniedRights(ctx, c, opts.Rights); errors.Is(err, redisroute.ErrRightsUnchecked) {
-			n.RightsUnchecked = true
-		} // other errors: the node did not answer, which probe says
+		// Not judged when the node cannot be asked: probe says why.
+		n.Denied, _ = redisroute.DeniedRights(ctx, c, opts.Rights)
 	}
 	users, err := c.ACLUsers(ctx).Result()
 	if err != nil {

@@ -32,6 +32,9 @@ func accessFindings(nodes []Node, user string) []Finding {
 		}
 		if len(n.Denied) > 0 {
 			why := "what needs them would fail on this node"
+			if slices.Contains(n.Denied, "multi") || slices.Contains(n.Denied, "discard") {
+				why = "MULTI and DISCARD are how Apollo asks for the other rights without running them, so they are not known"
+			}
 			if slices.Contains(n.Denied, "info") {
 				why = "without INFO no acknowledged write is ever confirmed: every booking would fail"
 			}
@@ -39,10 +42,7 @@ func accessFindings(nodes []Node, user string) []Finding {
 				"Apollo's user %q may not run %s on this %s, so apollo serve refuses to start (%s); grant them on every node: ACL SETUSER %s %s",
 				user, strings.Join(n.Denied, ", "), n.Role, why, user, strings.Join(redisroute.Grants(n.Denied), " "))})
 		}
-		if n.RightsUnchecked {
-			warn("rights_unchecked", n.Addr, fmt.Sprintf(
-				"whether Apollo's user %q may run every command Apollo needs on this %s is not known: the check queues each in MULTI and DISCARDs it, and the user may not run those; grant +multi +discard (Apollo sends neither otherwise)", user, n.Role))
-		}
+
 		switch {
 		case n.ACLError == "" || n.CredentialsError != "":
 		case strings.Contains(n.ACLError, "NOPERM"):

@@ -59,8 +59,8 @@ func TestAccessFindings(t *testing.T) {
 			[]want{{Critical, "rights_denied", "b", []string{`user "apollo" may not run info, set (keys), wait on this primary`, "refuses to start", "without INFO", "ACL SETUSER apollo +info ~apollo:* +wait"}}}},
 		{"a data command denied", []Node{with(ok("a", "apollo"), func(n *Node) { n.Denied = []string{"zadd"} })},
 			[]want{{Critical, "rights_denied", "a", []string{"may not run zadd on this replica", "would fail on this node", "ACL SETUSER apollo +zadd"}}}},
-		{"rights not checked", []Node{with(ok("a", "apollo"), func(n *Node) { n.RightsUnchecked = true })},
-			[]want{{Warning, "rights_unchecked", "a", []string{"not known", "MULTI", "+multi +discard"}}}},
+		{"the check's own MULTI denied", []Node{with(ok("a", "apollo"), func(n *Node) { n.Denied = []string{"multi"} })},
+			[]want{{Critical, "rights_denied", "a", []string{"may not run multi", "not known", "ACL SETUSER apollo +multi"}}}},
 		{"the user's rules differ", []Node{ok("a", "apollo"), with(ok("b", "apollo"), func(n *Node) { n.ACLUser = strings.Replace(rules, "+@all", "+@all -flushall", 1) }), ok("c", "apollo")},
 			[]want{{Warning, "acl_user_differs", "b", []string{`user "apollo"`, "+@all -flushall", "2 other nodes (a, c) have flags [on]"}}}},
 	}

@@ -70,9 +70,6 @@ type Node struct {
 	// Denied are the rights (Options.Rights, named as
 	// redisroute.NodeRights.Denied) the node's ACL denies Apollo's user.
 	Denied []string `json:"denied,omitempty"`
-	// RightsUnchecked: the node denies the check's own MULTI or DISCARD,
-	// so Denied is not known.
-	RightsUnchecked bool `json:"rights_unchecked,omitempty"`
 	// ACLUser is ACL GETUSER of Apollo's user, on one line (password hashes
 	// shortened); empty when the user may not run it.
 	ACLUser string `json:"acl_user,omitempty"`

@@ -97,9 +97,8 @@ type NodeRights struct {
 
 // CheckRights asks every node of the current topology, bounded by ctx,
 // which of rights its ACL denies Apollo's user. Nodes that could not be
-// asked (down, hung, refusing the credentials, or denying the check's own
-// MULTI: ErrRightsUnchecked) are listed in unknown, each as its address
-// and why.
+// asked (down, hung, refusing the credentials) are listed in unknown,
+// each as its address and why.
 func (r *Router) CheckRights(ctx context.Context, rights []Right) (denied []NodeRights, unknown []string) {
 	for _, k := range r.askRights(ctx, rights) {
 		switch {
@@ -129,14 +128,21 @@ func (r *Router) askRights(ctx context.Context, rights []Right) []NodeRights {
 // denying some: an ACL narrowed while Apollo runs (an ACL file loaded
 // again, a rule pushed to the nodes) fails what needs the right on that
 // node from then on, which the start's check cannot see. A node that does
-// not answer keeps its last value.
+// not answer keeps its last value. Bounded like the other node checks, so
+// that Close waits for no more.
 func (r *Router) checkRights() {
-	ctx, cancel := context.WithTimeout(context.Background(), r.cfg.RightsCheckInterval)
+	ctx, cancel := context.WithTimeout(context.Background(), min(r.cfg.RightsCheckInterval, r.cfg.MemoryCheckInterval))
 	defer cancel()
-	in := r.topo.Load().byAddr()
-	for _, k := range r.askRights(ctx, r.cfg.Rights) {
+	asked := r.askRights(ctx, r.cfg.Rights)
+	in := r.topo.Load().byAddr() // after the asks: a node that left meanwhile has no series, and gets none
+	for addr := range r.rightsLast {
+		if in[addr] == nil {
+			delete(r.rightsLast, addr) // back later, it is new
+		}
+	}
+	for _, k := range asked {
 		if k.Err != nil || in[k.Addr] == nil {
-			continue // not asked, or left while asked: its series are gone
+			continue
 		}
 		r.m.rightsDenied.WithLabelValues(k.Addr).Set(float64(len(k.Denied)))
 		now := strings.Join(k.Denied, ", ")
@@ -151,15 +157,13 @@ func (r *Router) checkRights() {
 	}
 }
 
-// ErrRightsUnchecked: the node denies the user MULTI or DISCARD, which
-// the check itself needs (Apollo sends neither otherwise), so its rights
-// cannot be asked without running commands.
-var ErrRightsUnchecked = errors.New("rights not checked: the check queues each command in MULTI and DISCARDs it, and the user may not run them")
-
 // DeniedRights asks the node behind c which of rights its ACL denies c's
 // user: each is queued in a transaction (MULTI), which is then discarded,
-// so nothing runs. An error means the node could not be asked
-// (ErrRightsUnchecked: it denies the check itself).
+// so nothing runs. A user denied MULTI or DISCARD, the check's own,
+// cannot be asked further: "multi" or "discard" is then the one denial
+// named, as Apollo's rules grant them (a user narrowed to -@all +@read
+// +@write, say, is denied both and INFO: not asking would let it start).
+// An error means the node could not be asked.
 func DeniedRights(ctx context.Context, c *redis.Client, rights []Right) ([]string, error) {
 	// Discarded after, not put back in c's pool: cut short, or with its
 	// DISCARD refused, it would be left in the transaction.
@@ -167,7 +171,7 @@ func DeniedRights(ctx context.Context, c *redis.Client, rights []Right) ([]strin
 	defer cn.Close()
 	if err := cn.Do(ctx, "MULTI").Err(); err != nil {
 		if isNoPerm(err) {
-			return nil, fmt.Errorf("%w (MULTI: %w)", ErrRightsUnchecked, err)
+			return []string{"multi"}, nil
 		}
 		return nil, fmt.Errorf("MULTI: %w", err)
 	}
@@ -190,9 +194,9 @@ func DeniedRights(ctx context.Context, c *redis.Client, rights []Right) ([]strin
 		// Nothing ran: a transaction whose DISCARD was refused is left
 		// open, and the connection with it.
 		if isNoPerm(err) {
-			err = fmt.Errorf("%w (DISCARD: %w)", ErrRightsUnchecked, err)
+			return []string{"discard"}, nil
 		}
-		return nil, err
+		return nil, fmt.Errorf("DISCARD: %w", err)
 	}
 	var denied []string
 	for _, q := range queued {

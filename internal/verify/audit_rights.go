@@ -4,9 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/apollo-platform/apollo/internal/localcluster"
 )
+
+// aclLogLen is how many entries each node's ACL log keeps in a run, and
+// how many are read: an entry counts one kind of refusal (reason, context,
+// command or key, user), however many times.
+const aclLogLen = 1024
 
 // CodeRightsMissing: a node refused the instances' Redis user a command,
 // key or channel that no fault took from it.
@@ -18,17 +25,13 @@ const CodeRightsMissing = "rights_missing"
 // logs it (ACL LOG). A refusal the workload's retries or a fault's 5xx
 // hide still fails the run here: ASKING, sent only while a slot moves,
 // was missing from the list and cost 22 answers during
-// slot-migration-stuck, which verify allows. Refusals of INFO are the
-// rights-revoked fault's own while it was injected in the run. One
-// violation per node and command.
+// slot-migration-stuck, which verify allows. Refusals of INFO on a node
+// rights-revoked took it from are that fault's own. One violation per
+// node and command.
 func RightsMissing(h History) []Violation {
-	revoked := false
-	for _, f := range h.Faults {
-		revoked = revoked || f.Action == "inject" && f.Err == "" && usesFault([]string{f.Kind}, "rights-revoked")
-	}
 	var out []Violation
 	for _, d := range h.Denials {
-		if revoked && d.Object == "info" && d.Reason == "command" {
+		if d.Object == "info" && d.Reason == "command" && infoRevokedOn(h, d.Node) {
 			continue
 		}
 		out = append(out, Violation{Code: CodeRightsMissing, Message: fmt.Sprintf(
@@ -36,6 +39,15 @@ func RightsMissing(h History) []Violation {
 			d.Node, d.Object, d.Count, d.Reason, d.Context)})
 	}
 	return out
+}
+
+// infoRevokedOn reports whether rights-revoked took INFO on node during
+// the run: a fault of that kind (alone or joint) injected on it, as its
+// label names the node.
+func infoRevokedOn(h History, node string) bool {
+	return slices.ContainsFunc(h.Faults, func(f FaultEvent) bool {
+		return f.Action == "inject" && usesFault([]string{f.Kind}, "rights-revoked") && strings.Contains(f.Fault+" ", revokedLabel+node+" ")
+	})
 }
 
 // rightsUnjudged skips RightsMissing on a history whose ACL logs were
@@ -53,8 +65,12 @@ func readDenials(ctx context.Context, c *localcluster.Cluster, user string) (out
 	var errs []error
 	for _, n := range c.Nodes() {
 		cl := n.Client()
-		entries, err := cl.ACLLog(ctx, 0).Result()
+		// A full log may have dropped the oldest refusals: not judged.
+		entries, err := cl.ACLLog(ctx, aclLogLen).Result() // without a count, Redis gives 10
 		cl.Close()
+		if err == nil && len(entries) >= aclLogLen {
+			err = fmt.Errorf("the log is full (%d entries): older refusals may be gone", aclLogLen)
+		}
 		if err != nil {
 			errs = append(errs, fmt.Errorf("ACL LOG on %s: %w", n.Addr, err))
 			continue

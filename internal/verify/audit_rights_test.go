@@ -9,9 +9,9 @@ func TestRightsMissingNamesEveryRefusalNoFaultCaused(t *testing.T) {
 	info := Denial{Node: "n1", Reason: "command", Context: "toplevel", Object: "info", Count: 40}
 	asking := Denial{Node: "n2", Reason: "command", Context: "toplevel", Object: "asking", Count: 22}
 	key := Denial{Node: "n3", Reason: "key", Context: "lua", Object: "apollo:drv:{d1}", Count: 1}
-	revoked := []FaultEvent{{Kind: "rights-revoked", Action: "inject"}, {Kind: "rights-revoked", Action: "heal"}}
-	jointRevoked := []FaultEvent{{Kind: "instance-kill+rights-revoked", Action: "inject"}}
-	failedRevoke := []FaultEvent{{Kind: "rights-revoked", Action: "inject", Err: "refused"}}
+	revoked := []FaultEvent{{Kind: "rights-revoked", Fault: revokedLabel + "n1", Action: "inject"}, {Kind: "rights-revoked", Fault: revokedLabel + "n1", Action: "heal"}}
+	jointRevoked := []FaultEvent{{Kind: "instance-kill+rights-revoked", Fault: "SIGKILL of apollo-1 + " + revokedLabel + "n1", Action: "inject"}}
+	elsewhere := []FaultEvent{{Kind: "rights-revoked", Fault: revokedLabel + "n10", Action: "inject"}} // not n1
 	tests := []struct {
 		name    string
 		faults  []FaultEvent
@@ -24,7 +24,7 @@ func TestRightsMissingNamesEveryRefusalNoFaultCaused(t *testing.T) {
 		{"INFO refused without the fault that takes it", nil, []Denial{info}, []string{`"info" 40 times`}},
 		{"INFO refused while rights-revoked took it", revoked, []Denial{info}, nil},
 		{"INFO refused, rights-revoked joint with another", jointRevoked, []Denial{info}, nil},
-		{"rights-revoked failed to inject: INFO was never taken", failedRevoke, []Denial{info}, []string{`"info"`}},
+		{"INFO refused on a node rights-revoked did not touch", elsewhere, []Denial{info}, []string{`n1 refused the instances' user "info"`}},
 		{"rights-revoked does not excuse another command", revoked, []Denial{info, asking}, []string{`"asking"`}},
 	}
 	for _, tt := range tests {

@@ -301,6 +301,10 @@ func (n *nemesis) handshake(node *localcluster.Node) drill.Fault {
 	}
 }
 
+// revokedLabel begins rights-revoked's label, before the node's address
+// (RightsMissing finds the node in it).
+const revokedLabel = "INFO denied to Apollo's user on "
+
 // revokeInfo takes INFO from Apollo's user on one node, as an ACL narrowed
 // the usual way (-@dangerous) on some nodes while Apollo runs: the proofs
 // of the shard's acknowledged writes cannot read that node's replication
@@ -309,7 +313,7 @@ func (n *nemesis) handshake(node *localcluster.Node) drill.Fault {
 // checks the rights of each command.
 func (n *nemesis) revokeInfo(node *localcluster.Node) drill.Fault {
 	undo := func(context.Context) error { return nil }
-	return drill.FaultFunc{Label: "INFO denied to Apollo's user on " + node.Addr,
+	return drill.FaultFunc{Label: revokedLabel + node.Addr,
 		InjectFn: func(ctx context.Context) error {
 			u, err := n.creds.DenyOn(ctx, node, "info")
 			undo = u

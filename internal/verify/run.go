@@ -163,7 +163,8 @@ func Run(ctx context.Context, cfg Config) (h History, err error) {
 	}
 	lc := localcluster.DefaultConfig()
 	lc.Dir, lc.NodeTimeout, lc.Persistence, lc.OwnAddrs = cfg.Dir, 2*time.Second, cfg.Persistence, true
-	lc.ExtraArgs = append(append(lc.ExtraArgs, "cluster-allow-reads-when-down yes"), cfg.RedisConf...)
+	// The ACL log keeps every kind of refusal of the run (rights_missing).
+	lc.ExtraArgs = append(append(lc.ExtraArgs, "cluster-allow-reads-when-down yes", fmt.Sprintf("acllog-max-len %d", aclLogLen)), cfg.RedisConf...)
 	say("starting a %d × %d cluster (persistence %s)", lc.Primaries, lc.Replicas, lc.Persistence)
 	c, err := localcluster.Start(ctx, lc)
 	if err != nil {
