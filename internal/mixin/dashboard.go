@@ -97,6 +97,11 @@ func rows() []row {
 				[]Query{{`max by (node) (apollo_redis_node_ejected{instance=~"$instance"})`, "{{node}}"}}},
 			{"Node ejections", "Ejections a minute, by node (apollo_redis_node_ejections_total by reason says why): a node ejected again and again (a path that loses packets, a node that pauses) is seldom out for long, so the panel above hardly shows it (ApolloRedisNodeFlapping).", "short",
 				[]Query{{`60 * sum by (node) (rate(apollo_redis_node_ejections_total{instance=~"$instance"}[$__rate_interval]))`, "{{node}}"}}},
+			{"Credentials and rights refused", "Connections whose set-up a node refused Apollo's credentials (WRONGPASS, NOAUTH, a TLS alert against its certificate) a minute, and how many of the commands, keys or channels Apollo needs each node's ACL denies its user (asked every 30 s). Either fails what needs that node: ApolloRedisCredentialsRefused, ApolloRedisRightsDenied.", "short",
+				[]Query{
+					{`60 * sum by (node) (rate(apollo_redis_node_errors_total{kind="auth",instance=~"$instance"}[$__rate_interval]))`, "refused {{node}}"},
+					{`max by (node) (apollo_redis_rights_denied{instance=~"$instance"})`, "rights denied {{node}}"},
+				}},
 			{"Slot map age", "Seconds since the slot map in use was fetched; refreshed every 5 s, so it grows only when refreshes fail.", "s",
 				[]Query{{`apollo_redis_topology_age_seconds{instance=~"$instance"}`, "{{instance}}"}}},
 			{"Slot redirects", "Replies that say a slot moved or is moving: moved (the slot map was old), ask (a key on the other side of a migration), tryagain (a command across a split slot, not run). TRYAGAIN that lasts is a migration left open: apollo check names it.", "ops",
