@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"slices"
 	"strings"
 	"time"
 
@@ -42,12 +41,8 @@ func refuseWithoutRights(ctx context.Context, r *redisroute.Router, user string,
 	var each, all []string
 	for _, d := range denied {
 		each = append(each, fmt.Sprintf("%s denies %s", d.Addr, strings.Join(d.Denied, ", ")))
-		for _, g := range redisroute.Grants(d.Denied) {
-			if !slices.Contains(all, g) {
-				all = append(all, g)
-			}
-		}
+		all = append(all, d.Denied...)
 	}
 	return fmt.Errorf("%w: %s; grant them on every node (ACL SETUSER %s %s, and save the ACL), or give the user exactly Apollo's rules (README, Redis rights)",
-		ErrRedisRights, strings.Join(each, "; "), user, strings.Join(all, " "))
+		ErrRedisRights, strings.Join(each, "; "), user, strings.Join(redisroute.Grants(all), " "))
 }

@@ -170,7 +170,7 @@ func DeniedRights(ctx context.Context, c *redis.Client, rights []Right) ([]strin
 	cn := c.EphemeralConn()
 	defer cn.Close()
 	if err := cn.Do(ctx, "MULTI").Err(); err != nil {
-		if isNoPerm(err) {
+		if isReply(err, "NOPERM ") {
 			return []string{"multi"}, nil
 		}
 		return nil, fmt.Errorf("MULTI: %w", err)
@@ -193,23 +193,18 @@ func DeniedRights(ctx context.Context, c *redis.Client, rights []Right) ([]strin
 	if err := discard.Err(); err != nil {
 		// Nothing ran: a transaction whose DISCARD was refused is left
 		// open, and the connection with it.
-		if isNoPerm(err) {
+		if isReply(err, "NOPERM ") {
 			return []string{"discard"}, nil
 		}
 		return nil, fmt.Errorf("DISCARD: %w", err)
 	}
 	var denied []string
 	for _, q := range queued {
-		if err := q.Err(); isNoPerm(err) {
+		if err := q.Err(); isReply(err, "NOPERM ") {
 			denied = append(denied, deniedName(Right(q.Args()), err))
 		}
 	}
 	return denied, nil
-}
-
-func isNoPerm(err error) bool {
-	var reply redis.Error
-	return errors.As(err, &reply) && strings.HasPrefix(reply.Error(), "NOPERM")
 }
 
 // deniedName names a denial as NodeRights.Denied does. Redis words a
