@@ -69,6 +69,10 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, opts ...Option) (*Ap
 	a := &App{cfg: cfg, log: log, reg: prometheus.NewRegistry()}
 	a.stopping, a.stopAPI = context.WithCancel(context.Background())
 	a.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	o := collect(opts)
+	if o.logOutput != nil {
+		a.reg.MustRegister(o.logOutput)
+	}
 	var err error
 	cfg.Redis.Rights = redisstore.Rights() // watched while Apollo runs
 	if a.router, err = redisroute.New(ctx, cfg.Redis, a.reg, log.With("component", "redisroute")); err != nil {
@@ -87,7 +91,6 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, opts ...Option) (*Ap
 		a.router.Close()
 		return nil, err
 	}
-	o := collect(opts)
 	if err := a.wireBookings(ctx, cfg, log, o); err != nil {
 		a.router.Close()
 		return nil, err

@@ -1,19 +1,23 @@
 package app
 
 import (
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/apollo-platform/apollo/internal/booking"
 	"github.com/apollo-platform/apollo/internal/console"
 )
 
-// Option changes how New wires the service. Production runs with none;
-// apollo spike uses them to observe admissions and to give allocation the
-// cost of a real dispatch engine.
+// Option changes how New wires the service. apollo serve and dev give it
+// their log output (WithLogOutput); apollo spike uses the others to
+// observe admissions and to give allocation the cost of a real dispatch
+// engine.
 type Option func(*options)
 
 type options struct {
 	admitter  func(booking.Admitter) booking.Admitter
 	allocator func(booking.Allocator) booking.Allocator
 	faults    console.Faults
+	logOutput prometheus.Collector // what the process's log output dropped
 }
 
 // WrapAdmitter puts w around the Spampede filter as the booking pipeline
@@ -31,6 +35,12 @@ func WrapAllocator(w func(booking.Allocator) booking.Allocator) Option {
 // WithFaults gives the console a fault panel (apollo dev only).
 func WithFaults(f console.Faults) Option {
 	return func(o *options) { o.faults = f }
+}
+
+// WithLogOutput exports what the process's log output dropped (a
+// *logsink.Sink, from NewLogging) with the instance's metrics.
+func WithLogOutput(c prometheus.Collector) Option {
+	return func(o *options) { o.logOutput = c }
 }
 
 func collect(opts []Option) options {

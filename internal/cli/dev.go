@@ -81,7 +81,8 @@ func runDev(ctx context.Context, e env, args []string) error {
 	if *readsPerSecond < 0 || *readsPerSecond > 1000 {
 		return usageError{fmt.Errorf("--reads-per-second must be 0 to 1000, got %g", *readsPerSecond)}
 	}
-	log := app.NewLogger(acfg, e.stderr)
+	log, logOut := app.NewLogging(acfg, e.stderr)
+	defer logOut.Close(logFlushWait)
 
 	fmt.Fprintf(e.stdout, "starting a local Redis Cluster (%d × %d)...\n", ccfg.Primaries, ccfg.Replicas)
 	cluster, err := localcluster.Start(ctx, ccfg)
@@ -98,7 +99,7 @@ func runDev(ctx context.Context, e env, args []string) error {
 		return err
 	}
 	faults := &devFaults{cluster: cluster}
-	apps, err := startDevInstances(ctx, acfg, *instances, log, app.WithFaults(faults))
+	apps, err := startDevInstances(ctx, acfg, *instances, log, app.WithFaults(faults), app.WithLogOutput(logOut))
 	if err != nil {
 		return err
 	}
