@@ -107,7 +107,8 @@ type Watch struct {
 type Reservations interface {
 	// ClaimLapsed returns up to limit drivers still reserved after their
 	// reservation's end (plus the store's grace), holding each from other
-	// claims until now+hold.
+	// claims until now+hold. With an error it may still return those of
+	// the parts of its index it could read.
 	ClaimLapsed(ctx context.Context, now time.Time, hold time.Duration, limit int) ([]driver.Driver, error)
 }
 

@@ -173,3 +173,12 @@ func (r *Router) Barrier(ctx context.Context, acks int) error {
 	}
 	return r.Exec(ctx, cmds).Err()
 }
+
+// SameShard reports whether the current topology serves keys a and b from
+// one shard, so that a write of both needs no other: false while either's
+// slot is served by none.
+func (r *Router) SameShard(a, b string) bool {
+	t := r.topo.Load()
+	sa := t.slots[Slot(a)]
+	return sa != nil && sa == t.slots[Slot(b)]
+}

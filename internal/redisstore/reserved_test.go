@@ -7,6 +7,7 @@ import (
 
 	"github.com/apollo-platform/apollo/internal/driver"
 	"github.com/apollo-platform/apollo/internal/localcluster/clustertest"
+	"github.com/apollo-platform/apollo/internal/redisroute"
 )
 
 // Every reservation can be found after it lapses, whatever became of its
@@ -63,5 +64,40 @@ func TestLapsedReservationsCanBeFoundAndTheIndexTidiesItself(t *testing.T) {
 	}
 	if idx, _ := s.ReservedIndex(ctx); idx["r-lapsed"].IsZero() || idx["r-live"].IsZero() {
 		t.Errorf("index = %v, want r-lapsed (reserved again) and r-live kept", idx)
+	}
+}
+
+// A reservation indexed by an earlier version, in the index's one key of
+// then, is still found once it lapses: during a rolling upgrade older
+// instances go on writing there.
+func TestAReservationIndexedByAnEarlierVersionIsStillSwept(t *testing.T) {
+	c := clustertest.Start(t)
+	s, r := newStore(t, c)
+	ctx := context.Background()
+	online(t, s, "r-old", 1.30, 103.80, t0, "car")
+	until := t0.Add(15 * time.Second)
+	if _, err := s.Apply(ctx, "r-old", driver.Transition{Event: driver.EventReserve, BookingID: "bk-old", Until: until}, t0); err != nil {
+		t.Fatal(err)
+	}
+	// Move its entry to where an earlier version put it.
+	for s := range 3 {
+		cl := c.Primary(ctx, s).Client()
+		keys, err := cl.Keys(ctx, "apollo:drv:reserved:*").Result()
+		for _, k := range keys {
+			if err == nil {
+				err = cl.ZRem(ctx, k, "r-old").Err()
+			}
+		}
+		cl.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := r.Exec(ctx, []redisroute.Cmd{redisroute.Write("ZADD", "apollo:drv:reserved", until.Add(time.Second).UnixMilli(), "r-old")}).Err(); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.ClaimLapsed(ctx, until.Add(5*time.Second), time.Minute, 10)
+	if err != nil || len(got) != 1 || got[0].ID != "r-old" {
+		t.Fatalf("ClaimLapsed = %+v, %v; want r-old, indexed in the earlier key", got, err)
 	}
 }

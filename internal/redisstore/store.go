@@ -99,6 +99,7 @@ type Drivers struct {
 	sweep     script
 	claim     script
 	zremIf    script
+	reserved  []string // the reserved-drivers index's partitions (reserved.go)
 }
 
 // NewDrivers returns a driver store on r.
@@ -110,7 +111,8 @@ func NewDrivers(r router, cfg Config, rules driver.Rules) (*Drivers, error) {
 		return nil, fmt.Errorf("driver ttl %v must be at least %d × driver.stale-after (%v)", cfg.DriverTTL, minTTLFactor, rules.StaleAfter)
 	}
 	return &Drivers{r: r, cfg: cfg, rules: rules, cas: newGuardedScript(casScript), heartbeat: newGuardedScript(heartbeatScript),
-		index: newScript(indexScript), sweep: newScript(sweepScript), claim: newScript(claimScript), zremIf: newScript(zremIfScoreScript)}, nil
+		index: newScript(indexScript), sweep: newScript(sweepScript), claim: newScript(claimScript), zremIf: newScript(zremIfScoreScript),
+		reserved: reservedKeys()}, nil
 }
 
 // storeErr classifies a routing error: a reply error to the command is a
