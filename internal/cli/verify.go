@@ -69,7 +69,10 @@ answers never come, as an asymmetric route does; every write it sends is
 done and of unknown outcome to it), instance-lossy (one apollo instance's
 path to every Redis node loses 5 % of its packets, both ways, as its own
 failing card does: every node is slow to it now and then, and to no one
-else),
+else), instance-log-stall (nobody reads one apollo instance's stderr, as a
+stopped log collector or a full container log buffer: its pipe shrunk to a
+page and not read for the fault's length; an instance that waited for its
+log output answered nothing meanwhile),
 slot-migration-stuck (the slot with the most keys of one primary left
 half moved to another, MIGRATING and IMPORTING, as an interrupted reshard
 leaves it, until healing finishes the move),

@@ -20,7 +20,7 @@ import (
 // crashed primary acknowledged).
 
 // instanceFaults are the faults of an Apollo instance, not of Redis.
-var instanceFaults = []string{"instance-kill", "instance-pause", "instance-clock", "instance-partition", "instance-primary-partition", "instance-replica-partition", "instance-primary-oneway", "instance-lossy"}
+var instanceFaults = []string{"instance-kill", "instance-pause", "instance-clock", "instance-partition", "instance-primary-partition", "instance-replica-partition", "instance-primary-oneway", "instance-lossy", "instance-log-stall"}
 
 // parseJoint checks a fault name of the form "a+b": two known faults,
 // one an instance's and the other the cluster's. It returns the name

@@ -26,7 +26,7 @@ type Instance struct {
 	args        []string
 	// extra are flags added to args from the next Start on (a fault's).
 	extra []string
-	logw  io.Writer
+	logs  *logPipe // its stderr, which instance-log-stall stops reading
 
 	mu       sync.Mutex
 	cmd      *exec.Cmd
@@ -43,7 +43,7 @@ var servingLine = regexp.MustCompile(`apollo serving API on (http://\S+), admin 
 // NewInstance describes an instance; Start runs it. args are `serve`
 // flags (the Redis seeds and settings); logs go to logw.
 func NewInstance(name, bin string, args []string, logw io.Writer) *Instance {
-	return &Instance{Name: name, bin: bin, args: args, logw: logw,
+	return &Instance{Name: name, bin: bin, args: args, logs: newLogPipe(logw),
 		apiAddr: "127.0.0.1:0", adminAdr: "127.0.0.1:0"}
 }
 
@@ -58,13 +58,20 @@ func (in *Instance) Start(ctx context.Context) error {
 	args := append([]string{"serve", "--listen", in.apiAddr, "--admin-listen", in.adminAdr, "--drain-delay", "0s"}, in.args...)
 	args = append(args, in.extra...)
 	cmd := exec.Command(in.bin, args...)
-	cmd.Stderr = in.logw
-	out, err := cmd.StdoutPipe()
+	stderr, err := in.logs.pipe()
 	if err != nil {
 		return err
 	}
+	cmd.Stderr = stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		stderr.Close()
+		return err
+	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
+	err = cmd.Start()
+	stderr.Close() // the process has its own copy
+	if err != nil {
 		return fmt.Errorf("start %s: %w", in.Name, err)
 	}
 	done := make(chan struct{})
@@ -170,6 +177,11 @@ func (in *Instance) Restart(ctx context.Context, extra ...string) error {
 	in.mu.Unlock()
 	return in.Start(ctx)
 }
+
+// StallLog stops reading the process's stderr (the instance-log-stall
+// fault), and ResumeLog reads it again; restarts keep the stall.
+func (in *Instance) StallLog() error  { return in.logs.Stall() }
+func (in *Instance) ResumeLog() error { return in.logs.Resume() }
 
 // Running reports whether the process is up.
 func (in *Instance) Running() bool {

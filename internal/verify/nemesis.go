@@ -17,7 +17,7 @@ import (
 // without --faults injects them.
 func FaultNames() []string {
 	return []string{"replica-crash", "replica-hang", "primary-crash", "primary-hang", "primary-full", "primary-disk", "switchover", "forced-switchover", "handshake", "busy-script", "instance-kill",
-		"instance-pause", "instance-clock", "primary-partition", "reshard", "cluster-restart", "replica-resync", "primary-slow", "replica-slow", "conn-kill", "primary-pause-writes", "primary-restart", "maxclients", "instance-partition", "instance-primary-partition", "instance-replica-partition", "slot-migration-stuck", "primary-lossy", "replica-lossy", "instance-primary-oneway", "instance-lossy", "password-rotation", "rights-revoked"}
+		"instance-pause", "instance-clock", "primary-partition", "reshard", "cluster-restart", "replica-resync", "primary-slow", "replica-slow", "conn-kill", "primary-pause-writes", "primary-restart", "maxclients", "instance-partition", "instance-primary-partition", "instance-replica-partition", "slot-migration-stuck", "primary-lossy", "replica-lossy", "instance-primary-oneway", "instance-lossy", "password-rotation", "rights-revoked", "instance-log-stall"}
 }
 
 // slowStop and slowRun are the slow faults' pulses: the node is stopped
@@ -171,6 +171,13 @@ func (n *nemesis) fault(ctx context.Context, name string) (drill.Fault, error) {
 		return drill.FaultFunc{Label: "instance pause (SIGSTOP, then SIGCONT) " + in.Name,
 			InjectFn: func(context.Context) error { return in.Pause() },
 			HealFn:   func(context.Context) error { return in.Resume() }}, nil
+	case "instance-log-stall":
+		// As a log collector that stopped, or a container runtime whose
+		// log buffer is full: nobody reads the instance's stderr.
+		in := n.instances[n.rng.IntN(len(n.instances))]
+		return drill.FaultFunc{Label: "instance log output not read (stderr pipe full) " + in.Name,
+			InjectFn: func(context.Context) error { return in.StallLog() },
+			HealFn:   func(context.Context) error { return in.ResumeLog() }}, nil
 	case "instance-clock":
 		in := n.instances[n.rng.IntN(len(n.instances))]
 		off := instanceClockOff
