@@ -744,6 +744,7 @@ func TestABookingThatCannotBeAdvancedDoesNotHoldUpTheOthers(t *testing.T) {
 type fakeReservations struct {
 	mu     sync.Mutex
 	lapsed []driver.Driver
+	err    error // returned with the lapsed: parts of the index unread
 }
 
 func (f *fakeReservations) ClaimLapsed(context.Context, time.Time, time.Duration, int) ([]driver.Driver, error) {
@@ -751,7 +752,23 @@ func (f *fakeReservations) ClaimLapsed(context.Context, time.Time, time.Duration
 	defer f.mu.Unlock()
 	out := f.lapsed
 	f.lapsed = nil
-	return out, nil
+	return out, f.err
+}
+
+// The index is spread over every shard, so while one primary is down
+// some of it cannot be read: what the rest gave is swept all the same.
+func TestTheSweepFreesWhatTheReadablePartOfTheIndexGives(t *testing.T) {
+	ctx := context.Background()
+	r := newRig(t)
+	d := driver.Driver{ID: "d-orphan", Status: driver.StatusReserved, BookingID: "bk-never-saved", ReservedUntil: r.clk.now().Add(-time.Minute)}
+	r.fleet.mu.Lock()
+	r.fleet.drivers[d.ID] = d
+	r.fleet.mu.Unlock()
+	r.svc.reserved = &fakeReservations{lapsed: []driver.Driver{d}, err: errors.New("1 of 33 partitions of the reserved-drivers index unread")}
+	r.svc.sweep(ctx)
+	if got := r.fleet.status(d.ID).Status; got != driver.StatusAvailable {
+		t.Errorf("%s is %s after the sweep, want available", d.ID, got)
+	}
 }
 
 // The sweep frees a lapsed reservation no booking holds, and only those.

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -91,7 +92,7 @@ func exitCode(err error, stderr io.Writer) int {
 	case err == nil, errors.Is(err, flag.ErrHelp):
 		return exitOK
 	case errors.As(err, &ue):
-		fmt.Fprintf(stderr, "apollo: %v\n", err)
+		lastLine(stderr, err)
 		return exitUsage
 	default:
 		var se silentExit
@@ -100,13 +101,33 @@ func exitCode(err error, stderr io.Writer) int {
 		}
 		var ec exitCodeError
 		if errors.As(err, &ec) {
-			fmt.Fprintf(stderr, "apollo: %v\n", err)
+			lastLine(stderr, err)
 			return ec.code
 		}
-		fmt.Fprintf(stderr, "apollo: %v\n", err)
+		lastLine(stderr, err)
 		return exitFailure
 	}
 }
+
+// lastLine writes a command's error as it exits, waiting at most
+// lastLineWait: a process must end even when nobody reads its stderr
+// (its log lines are past by then: logsink). The write left waiting, if
+// any, ends with the process.
+func lastLine(stderr io.Writer, err error) {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		fmt.Fprintf(stderr, "apollo: %v\n", err)
+	}()
+	t := time.NewTimer(lastLineWait)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+	}
+}
+
+const lastLineWait = 2 * time.Second
 
 func usage(w io.Writer) {
 	fmt.Fprintln(w, "Apollo: driver availability and booking admission on Redis Cluster.")

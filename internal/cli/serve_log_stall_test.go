@@ -141,3 +141,41 @@ func tail(s string, n int) string {
 	}
 	return s
 }
+
+// A serve that cannot start ends even when its stderr is full and nobody
+// reads it: its log lines are dropped and its last line given up on
+// after a while, where before it waited on the pipe for ever.
+func TestServeThatCannotStartExitsWhileItsStderrIsFull(t *testing.T) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	defer w.Close()
+	// Fill the pipe: a write that would wait fails at once instead.
+	if err := w.SetWriteDeadline(time.Now().Add(50 * time.Millisecond)); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, err := w.Write(make([]byte, 4096)); err != nil {
+			break
+		}
+	}
+	w.SetWriteDeadline(time.Time{})
+	done := make(chan int, 1)
+	go func() {
+		var out syncBuffer
+		done <- Run(context.Background(), []string{"serve", "--redis-addrs", "127.0.0.1:1", "--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0"}, &out, w)
+	}()
+	select {
+	case code := <-done:
+		if code == 0 {
+			t.Errorf("serve with no Redis to reach exited %d", code)
+		}
+	case <-time.After(time.Minute): // a hang, not a speed
+		go io.Copy(io.Discard, r) // let it go
+		<-done
+		t.Fatal("serve did not exit while its stderr was full, only once it was read")
+	}
+	go io.Copy(io.Discard, r) // the last line, given up on, may still be waiting
+}

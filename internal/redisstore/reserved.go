@@ -44,35 +44,40 @@ func reservedKeys() []string {
 	return append(keys, legacyReservedKey)
 }
 
-// shardMates is what knows which keys one shard serves: the router.
-type shardMates interface {
-	SameShard(a, b string) bool
-}
-
 // reservedKeyOf is the partition a reservation of driver id is indexed
 // in: the first, from the one of its slot's range on, that its driver's
-// shard serves, so that the reservation needs no other shard.
-func (s *Drivers) reservedKeyOf(id string) string {
+// shard serves, so that the reservation needs no other shard (beside:
+// true). Should none be (more shards than partitions, a shard with a few
+// odd slots, a slot served by no one), the one of its slot's range.
+func (s *Drivers) reservedKeyOf(id string) (key string, beside bool) {
 	dk := driverKey(id)
 	parts := s.reserved[:reservedPartitions]
 	p := redisroute.Slot(dk) * reservedPartitions / 16384
-	if m, ok := s.r.(shardMates); ok {
-		for i := range parts {
-			if k := parts[(p+i)%len(parts)]; m.SameShard(dk, k) {
-				return k
-			}
+	for i := range parts {
+		if k := parts[(p+i)%len(parts)]; s.r.SameShard(dk, k) {
+			return k, true
 		}
 	}
-	return parts[p]
+	return parts[p], false
 }
 
 // lapsedGrace is how long after a reservation's end the sweep leaves it to
 // the booking's own expiry, which normally comes first.
 const lapsedGrace = time.Second
 
+// indexReservation writes the entry of reservation d, before it is made.
+// Beside its driver, the primary's stream carries the entry to every
+// replica that gets the reservation; on another shard, a failover there
+// could lose an entry whose reservation stays, so it is acknowledged as
+// the reservation will be.
 func (s *Drivers) indexReservation(ctx context.Context, d driver.Driver) error {
 	at := d.ReservedUntil.Add(lapsedGrace).UnixMilli()
-	return storeErr(s.r.Exec(ctx, []redisroute.Cmd{redisroute.Write("ZADD", s.reservedKeyOf(d.ID), at, d.ID)}).Err())
+	key, beside := s.reservedKeyOf(d.ID)
+	cmd := redisroute.Write("ZADD", key, at, d.ID)
+	if !beside {
+		cmd.Acks = s.cfg.Acks
+	}
+	return storeErr(s.r.Exec(ctx, []redisroute.Cmd{cmd}).Err())
 }
 
 // ClaimLapsed returns up to limit drivers still reserved past their
@@ -85,11 +90,6 @@ func (s *Drivers) indexReservation(ctx context.Context, d driver.Driver) error {
 // hold, with an error naming the ones that failed.
 func (s *Drivers) ClaimLapsed(ctx context.Context, now time.Time, hold time.Duration, limit int) ([]driver.Driver, error) {
 	heldUntil := now.Add(hold).UnixMilli()
-	each := max(1, (limit+reservedPartitions-1)/reservedPartitions)
-	claims := make([]redisroute.Cmd, len(s.reserved))
-	for i, k := range s.reserved {
-		claims[i] = s.claim.cmd(k, now.UnixMilli(), heldUntil, each)
-	}
 	// A partition on a primary that hangs answers nothing until the
 	// deadline: the claims get half of what is left, the reads of what
 	// the others gave the rest.
@@ -99,21 +99,17 @@ func (s *Drivers) ClaimLapsed(ctx context.Context, now time.Time, hold time.Dura
 		cctx, cancel = context.WithTimeout(ctx, time.Until(d)/2)
 		defer cancel()
 	}
-	var failed []error
-	var ids, from []string // each claimed driver, and the partition it was in
-	seen := map[string]bool{}
-	for i, res := range s.claim.exec(cctx, s.r, claims) {
-		if res.Err != nil {
-			failed = append(failed, fmt.Errorf("%s: %w", s.reserved[i], storeErr(res.Err)))
-			continue
-		}
-		vals, _ := res.Val.([]any)
-		for _, v := range vals {
-			if id, ok := v.(string); ok {
-				ids, from = append(ids, id), append(from, s.reserved[i])
-			}
-		}
+	// limit split over the partitions, then what is left of it over
+	// those that gave their share in full (a backlog, or the key of
+	// earlier versions right after an upgrade).
+	c := lapsedClaim{s: s, now: now, heldUntil: heldUntil}
+	c.round(cctx, s.reserved, max(1, limit/len(s.reserved)))
+	if left := limit - len(c.ids); left > 0 && len(c.full) > 0 {
+		full := c.full[:min(left, len(c.full))]
+		c.round(cctx, full, left/len(full))
 	}
+	ids, from, failed := c.ids, c.from, c.failed
+	seen := map[string]bool{}
 	reads := make([]redisroute.Cmd, len(ids))
 	for i, id := range ids {
 		reads[i] = readDriver(id, true)
@@ -144,6 +140,40 @@ func (s *Drivers) ClaimLapsed(ctx context.Context, now time.Time, hold time.Dura
 		return lapsed, fmt.Errorf("%d of %d partitions of the reserved-drivers index unread: %w", len(failed), len(s.reserved), errors.Join(failed...))
 	}
 	return lapsed, nil
+}
+
+// lapsedClaim gathers the claims of one sweep, a round at a time.
+type lapsedClaim struct {
+	s         *Drivers
+	now       time.Time
+	heldUntil int64
+	ids, from []string // each claimed driver, and the partition it was in
+	full      []string // the partitions of the last round that gave all they were asked
+	failed    []error
+}
+
+// round claims up to each entries of every partition in keys.
+func (c *lapsedClaim) round(ctx context.Context, keys []string, each int) {
+	cmds := make([]redisroute.Cmd, len(keys))
+	for i, k := range keys {
+		cmds[i] = c.s.claim.cmd(k, c.now.UnixMilli(), c.heldUntil, each)
+	}
+	c.full = nil
+	for i, res := range c.s.claim.exec(ctx, c.s.r, cmds) {
+		if res.Err != nil {
+			c.failed = append(c.failed, fmt.Errorf("%s: %w", keys[i], storeErr(res.Err)))
+			continue
+		}
+		vals, _ := res.Val.([]any)
+		for _, v := range vals {
+			if id, ok := v.(string); ok {
+				c.ids, c.from = append(c.ids, id), append(c.from, keys[i])
+			}
+		}
+		if len(vals) == each {
+			c.full = append(c.full, keys[i])
+		}
+	}
 }
 
 // ReservedIndex lists the reserved-drivers index with its scores (the

@@ -19,6 +19,8 @@ type router interface {
 	// ClockOffset is how far ahead of this process's clock the clock of
 	// key's primary may be, at the earliest (see lateGuard).
 	ClockOffset(key string) time.Duration
+	// SameShard reports whether one shard serves keys a and b now.
+	SameShard(a, b string) bool
 }
 
 // Config configures the driver store.
