@@ -465,12 +465,17 @@ func (s *Service) waitWatching(ctx context.Context, watch Watch, id string, seen
 	}
 }
 
-// poll is Wait for a store that cannot watch: a read every 100 ms until
-// the booking moved past seen or ctx ends (done), or until giveUp fires
-// (not done: the caller watches again).
+// poll is Wait for a store that cannot watch: a read after 100 ms, the
+// wait doubling up to pollMax, until the booking moved past seen or ctx
+// ends (done), or until giveUp fires (not done: the caller watches again).
+// The wait grows because polls come in crowds: while a shard's primary
+// is down every waiter whose partition's channel it served polls, and
+// each read is a confirmed one (a fence write and WAIT); at a steady
+// 100 ms a thousand of them made ten thousand a second.
 func (s *Service) poll(ctx context.Context, id string, seen int64, giveUp <-chan time.Time) (b Booking, done bool, err error) {
-	tick := time.NewTicker(100 * time.Millisecond)
-	defer tick.Stop()
+	wait := pollMin
+	t := time.NewTimer(wait)
+	defer t.Stop()
 	for {
 		b, err := s.Get(context.WithoutCancel(ctx), id)
 		if err != nil || b.Version != seen || b.Status.Final() {
@@ -481,10 +486,18 @@ func (s *Service) poll(ctx context.Context, id string, seen int64, giveUp <-chan
 			return b, true, nil
 		case <-giveUp:
 			return b, false, nil
-		case <-tick.C:
+		case <-t.C:
 		}
+		wait = min(2*wait, pollMax)
+		t.Reset(wait)
 	}
 }
+
+// A poll reads pollMin after the first read, the wait doubling to pollMax.
+const (
+	pollMin = 100 * time.Millisecond
+	pollMax = time.Second
+)
 
 // Cancel cancels a booking that has no accepted driver yet, freeing a
 // reserved driver.

@@ -181,3 +181,21 @@ func TestAWaitWhoseWatchesAreLostAtOnceDoesNotSpin(t *testing.T) {
 		t.Fatalf("%d reads in 300 ms of watches lost at once, want a few: it spins", n)
 	}
 }
+
+// A wait whose watch keeps failing (its channel's primary is down) polls
+// less and less often, not every 100 ms: waiters come in crowds, and each
+// read is a confirmed one. In 3 s a steady 100 ms made 30 reads or more;
+// reads after 100, 200, 400 ms… (at most 1 s apart), started again at
+// each failed watch (after 1 s, then 2 s), make about ten.
+func TestAWaitWhoseWatchKeepsFailingPollsLessAndLess(t *testing.T) {
+	svc, ws, b := newWaitRig(t)
+	ws.mu.Lock()
+	ws.fail = errors.New("subscribe: no primary for the channel's slot")
+	ws.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	<-waitAsync(svc, ctx, b.ID, 1)
+	if n := ws.gets.Load(); n > 15 || n < 3 {
+		t.Fatalf("%d reads in 3 s of failed watches, want about ten: more polls as often as ever, fewer does not poll", n)
+	}
+}
