@@ -124,11 +124,12 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, opts ...Option) (*Ap
 	}
 	deps := httpapi.AdminDeps{Gatherer: prometheus.Gatherers{a.reg, readyReg}, Ready: a.readiness, Draining: a.draining.Load, Log: log,
 		Spampede: a.rules, Now: a.router.Now, Token: cfg.AdminToken, Cmdline: cfg.Cmdline, Console: a.console.Handler()}
+	errLog := httpServerLog(log)
 	a.api = &http.Server{Handler: handler, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second,
-		WriteTimeout: 40 * time.Second, IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10}
-	a.admin = &http.Server{Handler: httpapi.NewAdmin(deps), ReadHeaderTimeout: 5 * time.Second, IdleTimeout: time.Minute}
+		WriteTimeout: 40 * time.Second, IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10, ErrorLog: errLog}
+	a.admin = &http.Server{Handler: httpapi.NewAdmin(deps), ReadHeaderTimeout: 5 * time.Second, IdleTimeout: time.Minute, ErrorLog: errLog}
 	if cfg.HealthListen != "" {
-		a.health = &http.Server{Handler: httpapi.NewHealth(deps), ReadHeaderTimeout: 5 * time.Second, IdleTimeout: time.Minute}
+		a.health = &http.Server{Handler: httpapi.NewHealth(deps), ReadHeaderTimeout: 5 * time.Second, IdleTimeout: time.Minute, ErrorLog: errLog}
 	}
 	return a, nil
 }

@@ -2,6 +2,7 @@ package app
 
 import (
 	"io"
+	stdlog "log"
 	"log/slog"
 
 	"github.com/apollo-platform/apollo/internal/logsink"
@@ -30,4 +31,14 @@ func NewLogging(cfg Config, w io.Writer) (*slog.Logger, *logsink.Sink) {
 	}})
 	log = NewLogger(cfg, out) // before any line is written, so before OnDropped can run
 	return log, out
+}
+
+// httpServerLog is where net/http's servers say what goes wrong below the
+// handlers (an accept that failed, a panic, a TLS handshake): the
+// instance's log, as a structured warning. By default they used the
+// standard logger, which wrote a plain line into the JSON stream,
+// straight to stderr, past the log output: with a pipe nobody read, the
+// accept loop that said it stopped accepting.
+func httpServerLog(log *slog.Logger) *stdlog.Logger {
+	return slog.NewLogLogger(log.With("component", "http-server").Handler(), slog.LevelWarn)
 }
