@@ -155,6 +155,11 @@ func rows() []row {
 				[]Query{{`sum by (change) (rate(apollo_fleet_lease_changes_total{instance=~"$instance"}[$__rate_interval]))`, "{{change}}"}}},
 			{"Ready", "1 while /readyz answers 200.", "short",
 				[]Query{{`apollo_ready{instance=~"$instance"}`, "{{instance}}"}}},
+			{"Log lines dropped", "Log lines a minute each instance dropped because its stderr did not take them (a stopped log collector, a full container log buffer), and writes stderr refused. Requests never wait for the log output; its logs of the time are incomplete: ApolloLogLinesDropped.", "short",
+				[]Query{
+					{`60 * sum by (instance) (rate(apollo_log_lines_dropped_total{instance=~"$instance"}[$__rate_interval]))`, "dropped {{instance}}"},
+					{`60 * sum by (instance) (rate(apollo_log_write_errors_total{instance=~"$instance"}[$__rate_interval]))`, "write errors {{instance}}"},
+				}},
 		}},
 		{"HTTP API", []graph{
 			{"Requests by status", "Public API answers by status code.", "reqps",
