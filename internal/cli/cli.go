@@ -110,16 +110,16 @@ func exitCode(err error, stderr io.Writer) int {
 }
 
 // lastLine writes a command's error as it exits, waiting at most
-// lastLineWait: a process must end even when nobody reads its stderr
-// (its log lines are past by then: logsink). The write left waiting, if
-// any, ends with the process.
+// stderrWait: a process must end even when nobody reads its stderr (its
+// log lines are past by then: logsink). The write left waiting, if any,
+// ends with the process.
 func lastLine(stderr io.Writer, err error) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		fmt.Fprintf(stderr, "apollo: %v\n", err)
 	}()
-	t := time.NewTimer(lastLineWait)
+	t := time.NewTimer(stderrWait)
 	defer t.Stop()
 	select {
 	case <-done:
@@ -127,7 +127,10 @@ func lastLine(stderr io.Writer, err error) {
 	}
 }
 
-const lastLineWait = 2 * time.Second
+// stderrWait bounds how long a process that ends waits for stderr, for
+// its queued log lines and then for its last line: a pipe nobody reads
+// must not keep it.
+const stderrWait = 2 * time.Second
 
 func usage(w io.Writer) {
 	fmt.Fprintln(w, "Apollo: driver availability and booking admission on Redis Cluster.")

@@ -82,7 +82,7 @@ func runDev(ctx context.Context, e env, args []string) error {
 		return usageError{fmt.Errorf("--reads-per-second must be 0 to 1000, got %g", *readsPerSecond)}
 	}
 	log, logOut := app.NewLogging(acfg, e.stderr)
-	defer logOut.Close(logFlushWait)
+	defer logOut.Close(stderrWait)
 
 	fmt.Fprintf(e.stdout, "starting a local Redis Cluster (%d × %d)...\n", ccfg.Primaries, ccfg.Replicas)
 	cluster, err := localcluster.Start(ctx, ccfg)

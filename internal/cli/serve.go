@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/apollo-platform/apollo/internal/app"
 	"github.com/apollo-platform/apollo/internal/secret"
@@ -22,10 +21,6 @@ APOLLO_REDIS_PASSWORD rather than by flag: secrets are never logged, and are
 redacted from /debug/pprof/cmdline. SIGINT/SIGTERM: /readyz turns 503,
 in-flight requests finish, then Redis connections close.`
 
-// logFlushWait bounds how long a process that ends waits for its log
-// output to take what is queued: a pipe nobody reads must not keep it.
-const logFlushWait = 2 * time.Second
-
 func runServe(ctx context.Context, e env, args []string) error {
 	cfg := app.DefaultConfig()
 	fs := newFlagSet(e, "serve", serveSynopsis)
@@ -41,7 +36,7 @@ func runServe(ctx context.Context, e env, args []string) error {
 		return usageError{err}
 	}
 	log, out := app.NewLogging(cfg, e.stderr)
-	defer out.Close(logFlushWait)
+	defer out.Close(stderrWait)
 	log.Info("starting apollo", "version", versionString(), "config", cfg.Redacted())
 	a, err := app.New(ctx, cfg, log, app.WithLogOutput(out))
 	if err != nil {

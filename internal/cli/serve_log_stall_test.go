@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"io"
@@ -71,7 +70,7 @@ func TestServeKeepsAnsweringWhileItsLogOutputIsNotRead(t *testing.T) {
 	for err := range errs {
 		t.Fatal(err)
 	}
-	dropped := metricValue(t, client, admin+"/metrics", "apollo_log_lines_dropped_total")
+	dropped := metric(t, admin, "apollo_log_lines_dropped_total")
 	if dropped == 0 {
 		t.Fatalf("apollo_log_lines_dropped_total = 0 after %d requests with the log output unread", workers*each)
 	}
@@ -111,28 +110,6 @@ func putLocation(client *http.Client, url string) error {
 		return fmt.Errorf("status %d, want 200", resp.StatusCode)
 	}
 	return nil
-}
-
-// metricValue reads one unlabelled sample from a /metrics page.
-func metricValue(t *testing.T, client *http.Client, url, name string) float64 {
-	t.Helper()
-	resp, err := client.Get(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	sc := bufio.NewScanner(resp.Body)
-	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), name+" "); ok {
-			f, err := strconv.ParseFloat(v, 64)
-			if err != nil {
-				t.Fatalf("%s: %v", name, err)
-			}
-			return f
-		}
-	}
-	t.Fatalf("%s is not on %s", name, url)
-	return 0
 }
 
 func tail(s string, n int) string {

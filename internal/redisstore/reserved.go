@@ -23,9 +23,9 @@ import (
 // shard, written before every reservation: while that shard's primary
 // hung or failed over, no driver of any shard could be reserved, and
 // every allocation of the fleet failed. The sweep reads every partition,
-// so an entry may be in any of them (the topology moved, or a router
-// without the topology: the partition of the driver's slot range), and
-// in the one key of earlier versions, which it still reads.
+// so an entry may be in any of them (the topology moved since, or no
+// partition was beside its driver), and in the one key of earlier
+// versions, which it still reads.
 const legacyReservedKey = "apollo:drv:reserved"
 
 // reservedPartitions is how many partitions the index has: enough that

@@ -10,6 +10,7 @@ import (
 	"github.com/apollo-platform/apollo/internal/driver"
 	"github.com/apollo-platform/apollo/internal/localcluster/clustertest"
 	"github.com/apollo-platform/apollo/internal/redisroute"
+	"github.com/apollo-platform/apollo/internal/redisstore"
 )
 
 // A reservation, and the sweep that finds it once it lapsed, need only
@@ -45,14 +46,14 @@ func TestReservingADriverNeedsOnlyItsOwnShard(t *testing.T) {
 	near := map[string]int{}
 	for i := 0; len(ids) < 12; i++ {
 		id := fmt.Sprintf("own-%d", i)
-		slot := redisroute.Slot("apollo:drv:{" + id + "}")
+		slot := redisroute.Slot(redisstore.DriverKey(id))
 		side := "far"
 		switch {
 		case slot >= 5120 && slot < 5461:
 			side = "below"
 		case slot >= 5461 && slot < 5632:
 			side = "above"
-		case shardOf("apollo:drv:{"+id+"}") == hung:
+		case shardOf(redisstore.DriverKey(id)) == hung:
 			continue
 		}
 		if near[side] < 4 {
@@ -113,7 +114,7 @@ func TestReservingADriverNeedsOnlyItsOwnShard(t *testing.T) {
 				t.Fatal(err)
 			}
 			for _, id := range members {
-				if want := shardOf("apollo:drv:{" + id + "}"); want != sh {
+				if want := shardOf(redisstore.DriverKey(id)); want != sh {
 					t.Errorf("%s's entry is in %s on shard %d, its driver on shard %d", id, k, sh, want)
 				}
 			}
