@@ -24,12 +24,15 @@ type fakeClock struct {
 }
 
 type fakeTimer struct {
+	clock         *fakeClock // its mu guards stopped and done
 	at            time.Time
 	f             func()
 	stopped, done bool
 }
 
 func (t *fakeTimer) Stop() bool {
+	t.clock.mu.Lock()
+	defer t.clock.mu.Unlock()
 	was := !t.stopped && !t.done
 	t.stopped = true
 	return was
@@ -46,7 +49,7 @@ func (c *fakeClock) Now() time.Time {
 func (c *fakeClock) AfterFunc(d time.Duration, f func()) stopper {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	t := &fakeTimer{at: c.now.Add(d), f: f}
+	t := &fakeTimer{clock: c, at: c.now.Add(d), f: f}
 	c.timers = append(c.timers, t)
 	return t
 }

@@ -146,23 +146,29 @@ func (n *node) close() {
 	n.reach.Close()
 }
 
-// begin marks a request in flight.
+// begin marks a request in flight. Going busy is stamped before the
+// request is counted, and stalled reads in the opposite order: a node seen
+// with a request in flight is never seen with the stamp of its last answer
+// from before an idle spell (which would make it look silent for that
+// whole spell).
 func (n *node) begin(now time.Time) {
-	if n.inflight.Add(1) == 1 {
+	if n.inflight.Load() == 0 {
 		n.lastProgress.Store(now.UnixNano())
 	}
+	n.inflight.Add(1)
 }
 
 // end marks a request done. Only an answer (even an error reply) counts as
-// progress and as a latency sample.
+// progress and as a latency sample; it is stamped before the request stops
+// counting, for the same reason as in begin.
 func (n *node) end(now time.Time, rtt time.Duration, answered bool) {
-	n.inflight.Add(-1)
 	if answered {
 		n.lastProgress.Store(now.UnixNano())
 		old := n.ewmaNanos.Load()
 		n.ewmaNanos.Store(old + (int64(rtt)-old)/8)
 		n.m.latency.Observe(rtt.Seconds())
 	}
+	n.inflight.Add(-1)
 }
 
 // stalled reports a node that has requests waiting and has answered nothing
@@ -170,8 +176,11 @@ func (n *node) end(now time.Time, rtt time.Duration, answered bool) {
 // floor is the time the router itself last resumed after a pause (see
 // watchdogLoop): no node is blamed for silence while we were not listening.
 func (n *node) stalled(now time.Time, d time.Duration, floor int64) bool {
+	if n.inflight.Load() == 0 { // loaded first: see begin
+		return false
+	}
 	last := max(n.lastProgress.Load(), floor)
-	return n.inflight.Load() > 0 && now.UnixNano()-last >= int64(d)
+	return now.UnixNano()-last >= int64(d)
 }
 
 func (n *node) latency() time.Duration { return time.Duration(n.ewmaNanos.Load()) }
