@@ -81,7 +81,7 @@ func TestBothReplicasRefusingFallsBackToThePrimary(t *testing.T) {
 
 func TestAWriteToAPrimaryRefusingItsHandshakeIsNeverDone(t *testing.T) {
 	c := newFakeCluster(t, shard3(failSetUp(errWrongPass), answer("a:1", 2), answer("b:1", 2)))
-	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second) // real time: the fake clock reaches it first, as the retries back off
 	defer cancel()
 	r := c.advanceUntil(t, c.exec(ctx, Write("SET", c.key(0), "v")), 50*time.Millisecond)[0]
 	if r.Err == nil || errors.Is(r.Err, ErrAmbiguous) || !strings.Contains(r.Err.Error(), "WRONGPASS") {
@@ -142,7 +142,7 @@ func TestAFreshReadIsNeverAnsweredByAReplica(t *testing.T) {
 func TestAFreshReadWhosePrimaryIsDownFailsRatherThanAskAReplica(t *testing.T) {
 	refused := &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}
 	c := newFakeCluster(t, shard3(failAll(refused), answer("a:1", 2), answer("b:1", 2)))
-	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second) // real time: the fake clock reaches it first, as the retries back off
 	defer cancel()
 	r := c.advanceUntil(t, c.exec(ctx, Cmd{Args: []any{"GET", c.key(0)}, Key: c.key(0), Fresh: true}), 50*time.Millisecond)[0]
 	if r.Err == nil {
@@ -623,7 +623,7 @@ func TestACommandOutOfTimeInAClusterStateIsUnavailable(t *testing.T) {
 	} {
 		t.Run(strings.Fields(string(tc.reply))[0], func(t *testing.T) {
 			c := newFakeCluster(t, shard3(failAll(tc.reply), answer("a:1", 2), answer("b:1", 2)))
-			ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second) // real time: the fake clock reaches it first, as the retries back off
 			defer cancel()
 			r := c.advanceUntil(t, c.exec(ctx, Write("SET", c.key(0), "v")), 50*time.Millisecond)[0]
 			if errors.Is(r.Err, ErrUnavailable) != tc.wantUnavailable || r.Err == nil || !strings.Contains(r.Err.Error(), string(tc.reply)) {

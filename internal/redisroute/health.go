@@ -57,42 +57,67 @@ func (r *Router) eject(n *node, reason string) {
 }
 
 // watchdogLoop ejects nodes that stall: requests waiting, nothing answered.
-// A hung process is found this way within StallAfter, long before any
-// socket timeout or the cluster's own failure detection.
+// A hung process is found this way within StallAfter (and a tick), long
+// before any socket timeout or the cluster's own failure detection.
 func (r *Router) watchdogLoop() {
 	defer r.wg.Done()
 	every := max(r.cfg.StallAfter/4, time.Millisecond)
 	tick := time.NewTicker(every)
 	defer tick.Stop()
-	last := r.clock.Now()
+	w := watchdog{last: r.clock.Now()}
 	for {
 		select {
 		case <-r.stop:
 			return
 		case <-tick.C:
 		}
-		now := r.clock.Now()
-		// Only a pause as long as the stall threshold can make a healthy
-		// node look stalled; shorter scheduling delays are ignored, or on a
-		// busy machine the floor would move so often that nothing ever
-		// counts as stalled.
-		late := now.Sub(last) > r.cfg.StallAfter
-		last = now
-		if late {
-			// This process was not running (GC, CPU starvation, SIGSTOP):
-			// replies may be waiting unread, so silence proves nothing yet.
-			r.stallFloor.Store(now.UnixNano())
+		r.watch(&w, r.clock.Now())
+	}
+}
+
+// watchdog is what the watchdog remembers from one tick to the next.
+type watchdog struct {
+	last     time.Time      // the previous tick
+	suspects map[*node]bool // found stalled at the previous tick
+}
+
+// watch is one tick of the watchdog at now. A node is ejected when it is
+// found stalled at two ticks in a row: when this process resumes after a
+// pause shorter than the stall threshold, the watchdog may run before the
+// goroutine that reads a node's reply, which arrived during the pause, and
+// the node's silence (what it had been waiting before the pause, plus the
+// pause) can pass the threshold. By the next tick the reply has been read.
+func (r *Router) watch(w *watchdog, now time.Time) {
+	// Only a pause as long as the stall threshold moves the floor; shorter
+	// scheduling delays are covered by the second look, or on a busy
+	// machine the floor would move so often that nothing ever counts as
+	// stalled.
+	late := now.Sub(w.last) > r.cfg.StallAfter
+	w.last = now
+	suspects := w.suspects
+	w.suspects = nil
+	if late {
+		// This process was not running (GC, CPU starvation, SIGSTOP):
+		// replies may be waiting unread, so silence proves nothing yet.
+		r.stallFloor.Store(now.UnixNano())
+		return
+	}
+	t := r.topo.Load()
+	if !anyProgress(t, now, r.cfg.StallAfter) {
+		return // nobody answers: an outage, or us; ejecting would not help
+	}
+	for _, n := range t.nodes {
+		if !n.healthy() || !r.stalled(n, now) {
 			continue
 		}
-		t := r.topo.Load()
-		if !anyProgress(t, now, r.cfg.StallAfter) {
-			continue // nobody answers: an outage, or us; ejecting would not help
+		if suspects[n] {
+			r.eject(n, ejectStalled)
+			continue
 		}
-		for _, n := range t.nodes {
-			if n.healthy() && r.stalled(n, now) {
-				r.eject(n, ejectStalled)
-			}
+		if w.suspects == nil {
+			w.suspects = map[*node]bool{}
 		}
+		w.suspects[n] = true
 	}
 }
 
