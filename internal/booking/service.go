@@ -44,6 +44,8 @@ type Drivers interface {
 // open-bookings index in step: a final booking leaves it, an open one is
 // scheduled at its DueAt.
 type Store interface {
+	// Create may index the booking at its DueAt before it writes the
+	// record, and writes nothing after ctx's deadline.
 	Create(ctx context.Context, b Booking) (stored Booking, created bool, err error)
 	Get(ctx context.Context, id string) (Booking, error)
 	// Exists says whether a booking may be stored: a plain read of its
@@ -234,7 +236,13 @@ func (s *Service) Create(ctx context.Context, req Request) (Booking, error) {
 	if err := req.Validate(); err != nil {
 		return Booking{}, err
 	}
-	now := s.now()
+	if _, ok := ctx.Deadline(); !ok {
+		// Bounded, so that the booking's first due time (below) can be.
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, s.cfg.AllocationTimeout)
+		defer cancel()
+	}
+	now, left := s.now(), timeLeft(ctx)
 	id := ID(req.RiderID, req.IdempotencyKey)
 	if req.IdempotencyKey != "" {
 		if b, found, err := s.existing(ctx, id); err != nil || found {
@@ -246,10 +254,15 @@ func (s *Service) Create(ctx context.Context, req Request) (Booking, error) {
 		s.metrics.Outcome(OutcomeTurnedAway)
 		return Booking{}, &HighDemandError{RetryAfter: d.RetryAfter, Cell: d.Cell.String()}
 	}
-	// Due a claim hold from now: if this process dies during the first
-	// attempt, the scan takes the booking over then.
+	// Due a claim hold after the request's deadline: if this process dies
+	// during the first attempt, the scan takes the booking over then. Not
+	// sooner: the store indexes the booking before it writes the record
+	// (see Store.Create), and a scan that found the entry due before the
+	// record was written would find no booking and forget the entry,
+	// leaving a booking answered created searching for ever. By the
+	// deadline the record is written or never will be.
 	b := Booking{ID: id, RiderID: req.RiderID, Service: req.Service, Pickup: req.Pickup, Dropoff: req.Dropoff,
-		Status: Searching, CreatedAt: now, UpdatedAt: now, Deadline: now.Add(s.cfg.AllocationTimeout), DueAt: now.Add(s.cfg.ClaimHold)}
+		Status: Searching, CreatedAt: now, UpdatedAt: now, Deadline: now.Add(s.cfg.AllocationTimeout), DueAt: now.Add(left + s.cfg.ClaimHold)}
 	stored, created, err := s.store.Create(ctx, b)
 	if errors.Is(err, ErrUnconfirmed) {
 		// The rider will hear it failed, so it must not go on: a failover
@@ -527,6 +540,12 @@ func (s *Service) Cancel(ctx context.Context, id string) (Booking, error) {
 // context may be done (withdrawing an unconfirmed booking, releasing a
 // driver after a lost update), when the request had no deadline.
 const cleanupTimeout = 2 * time.Second
+
+// timeLeft is the time until ctx's deadline, which it has, or 0 if past.
+func timeLeft(ctx context.Context) time.Duration {
+	d, _ := ctx.Deadline()
+	return max(time.Until(d), 0)
+}
 
 // detached is ctx without its cancellation (the client hanging up must not
 // stop a cleanup) but with its deadline: a write the step sends lands by

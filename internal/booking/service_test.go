@@ -47,6 +47,11 @@ type memStore struct {
 	withdrawDeadline, updateDeadline time.Time
 	failGet                          map[string]bool // Get of these fails, as an unreadable record would
 	kept                             map[string]bool // kept by a retry: Withdraw leaves them
+	// beforeRecord, if set, runs in Create between the index entry and the
+	// record, as the Redis store writes them (two shards: a failover can
+	// hold the record's write for seconds). Its re-index after the record
+	// is best effort, and not modelled.
+	beforeRecord func()
 }
 
 func newMemStore() *memStore {
@@ -55,13 +60,21 @@ func newMemStore() *memStore {
 
 func (m *memStore) Create(_ context.Context, b Booking) (Booking, bool, error) {
 	m.mu.Lock()
+	if _, ok := m.bks[b.ID]; !ok {
+		m.due[b.ID] = b.DueAt
+	}
+	if hook := m.beforeRecord; hook != nil {
+		m.mu.Unlock()
+		hook()
+		m.mu.Lock()
+	}
 	defer m.mu.Unlock()
 	if old, ok := m.bks[b.ID]; ok {
 		m.kept[b.ID] = true // as the store's retry path keeps it
 		return old, false, nil
 	}
 	b.Version = 1
-	m.bks[b.ID], m.due[b.ID] = b, b.DueAt
+	m.bks[b.ID] = b
 	if m.unconfirmed {
 		return b, false, fmt.Errorf("store: %w", ErrUnconfirmed)
 	}
@@ -617,6 +630,42 @@ func TestCancelFreesTheReservedDriver(t *testing.T) {
 	got, err := r.svc.Cancel(context.Background(), b.ID)
 	if err != nil || got.Status != Cancelled || len(r.fleet.released) != 1 {
 		t.Fatalf("Cancel = %+v, %v; releases %v", got, err, r.fleet.released)
+	}
+}
+
+// A booking whose create is held between its index entry and its record
+// (the record's primary failing over) is not forgotten by a scan that
+// finds the entry due meanwhile: the entry comes due only once the
+// create's deadline has passed, by when the record is written or never
+// will be. Before, it came due a claim hold after the create began; a scan
+// then found no record, forgot the entry, and the booking, answered
+// created, stayed searching for ever (a CI run of
+// TestAPrimaryFailoverDuringConcurrentReservationsNeverHoldsADriverTwice).
+func TestABookingIsNotForgottenWhileItsRecordIsBeingWritten(t *testing.T) {
+	r := newRig(t) // no driver: the booking stays searching
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	r.store.beforeRecord = func() {
+		r.clk.add(r.svc.cfg.ClaimHold + time.Second) // the failover the record's write waits out
+		ids, err := r.store.Claim(ctx, nil, r.clk.now(), r.svc.cfg.ClaimHold, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, id := range ids { // as a worker does
+			if err := r.svc.advance(ctx, id); err != nil {
+				t.Errorf("advance %s: %v", id, err)
+			}
+		}
+	}
+	b, err := r.svc.Create(ctx, req("k"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.store.mu.Lock()
+	_, indexed := r.store.due[b.ID]
+	r.store.mu.Unlock()
+	if !indexed {
+		t.Fatalf("booking %s (%s) answered created is in no index: no worker will ever advance it", b.ID, b.Status)
 	}
 }
 

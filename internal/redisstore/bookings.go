@@ -125,6 +125,9 @@ func (s *Bookings) Create(ctx context.Context, b booking.Booking) (booking.Booki
 	// would never be scanned (searching forever). An index entry without a
 	// booking is harmless: the scan finds nothing and forgets it. Confirmed
 	// like the booking: an entry a failover undoes strands its booking.
+	// The caller makes the entry due only once ctx's deadline has passed
+	// (booking.Service.Create): a scan that claimed it before the record
+	// was written would find no booking and forget it.
 	entry := s.openEntry(b)
 	entry.Acks = s.acks
 	if err := s.r.Exec(ctx, []redisroute.Cmd{entry}).Err(); err != nil {
