@@ -237,7 +237,7 @@ func (s *Service) Create(ctx context.Context, req Request) (Booking, error) {
 		return Booking{}, err
 	}
 	if _, ok := ctx.Deadline(); !ok {
-		// Bounded, so that the booking's first due time (below) can be.
+		// Bounded, so that the booking's first due time (below) is too.
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, s.cfg.AllocationTimeout)
 		defer cancel()
@@ -313,7 +313,7 @@ func (s *Service) existing(ctx context.Context, id string) (Booking, bool, error
 
 // reschedule sets when a booking that found no driver is tried again.
 // Best effort: if it fails, the booking is due again when its claim hold
-// ends.
+// ends (a new one's: a hold after its create's deadline).
 func (s *Service) reschedule(ctx context.Context, b Booking) {
 	at := retryGap(b, s.now(), s.cfg.RetryMin, s.cfg.RetryMax)
 	if err := s.store.Schedule(context.WithoutCancel(ctx), b.ID, at); err != nil {

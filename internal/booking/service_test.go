@@ -642,11 +642,14 @@ func TestCancelFreesTheReservedDriver(t *testing.T) {
 // created, stayed searching for ever (a CI run of
 // TestAPrimaryFailoverDuringConcurrentReservationsNeverHoldsADriverTwice).
 func TestABookingIsNotForgottenWhileItsRecordIsBeingWritten(t *testing.T) {
-	r := newRig(t) // no driver: the booking stays searching
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	const timeout = 5 * time.Second
+	r := newRigWith(t, func(c *Config) { c.ClaimHold = 2 * time.Second }) // no driver: the booking stays searching
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	r.store.beforeRecord = func() {
-		r.clk.add(r.svc.cfg.ClaimHold + time.Second) // the failover the record's write waits out
+		// The failover the record's write waits out: past the claim hold,
+		// within the create's deadline (a write after it is refused).
+		r.clk.add(r.svc.cfg.ClaimHold + time.Second)
 		ids, err := r.store.Claim(ctx, nil, r.clk.now(), r.svc.cfg.ClaimHold, 10)
 		if err != nil {
 			t.Fatal(err)
@@ -660,6 +663,10 @@ func TestABookingIsNotForgottenWhileItsRecordIsBeingWritten(t *testing.T) {
 	b, err := r.svc.Create(ctx, req("k"))
 	if err != nil {
 		t.Fatal(err)
+	}
+	if left := timeLeft(ctx); b.DueAt.Before(b.CreatedAt.Add(left + r.svc.cfg.ClaimHold)) {
+		t.Errorf("due %s after its creation, want at least the %s left of the create's deadline and a claim hold (%s)",
+			b.DueAt.Sub(b.CreatedAt), left, r.svc.cfg.ClaimHold)
 	}
 	r.store.mu.Lock()
 	_, indexed := r.store.due[b.ID]

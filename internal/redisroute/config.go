@@ -127,7 +127,7 @@ type Config struct {
 
 	// StallAfter ejects a node that has requests outstanding and has
 	// answered nothing for this long: a hung node. The watchdog looks
-	// every quarter of it and ejects a node found so at two looks in a row.
+	// every quarter of it and ejects a node found so at looks that far apart.
 	StallAfter time.Duration
 	// FailFastAfter is how long a node must be silent that way before a
 	// call gives up on it without sending: a write to its primary, or a

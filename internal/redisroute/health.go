@@ -57,12 +57,11 @@ func (r *Router) eject(n *node, reason string) {
 }
 
 // watchdogLoop ejects nodes that stall: requests waiting, nothing answered.
-// A hung process is found this way within StallAfter (and a tick), long
+// A hung process is found this way within StallAfter and two ticks, long
 // before any socket timeout or the cluster's own failure detection.
 func (r *Router) watchdogLoop() {
 	defer r.wg.Done()
-	every := max(r.cfg.StallAfter/4, time.Millisecond)
-	tick := time.NewTicker(every)
+	tick := time.NewTicker(watchdogTick(r.cfg))
 	defer tick.Stop()
 	w := watchdog{last: r.clock.Now()}
 	for {
@@ -75,18 +74,24 @@ func (r *Router) watchdogLoop() {
 	}
 }
 
+// watchdogTick is how often the watchdog looks: a quarter of StallAfter.
+func watchdogTick(cfg Config) time.Duration { return max(cfg.StallAfter/4, time.Millisecond) }
+
 // watchdog is what the watchdog remembers from one tick to the next.
 type watchdog struct {
-	last     time.Time      // the previous tick
-	suspects map[*node]bool // found stalled at the previous tick
+	last     time.Time           // the previous tick
+	suspects map[*node]time.Time // found stalled at the previous tick, since then
 }
 
 // watch is one tick of the watchdog at now. A node is ejected when it is
-// found stalled at two ticks in a row: when this process resumes after a
-// pause shorter than the stall threshold, the watchdog may run before the
-// goroutine that reads a node's reply, which arrived during the pause, and
-// the node's silence (what it had been waiting before the pause, plus the
-// pause) can pass the threshold. By the next tick the reply has been read.
+// found stalled at ticks a tick's length apart, with none between that
+// found it answering: when this process resumes after a pause shorter than
+// the stall threshold, the watchdog may run before the goroutine that
+// reads a node's reply, which arrived during the pause, and the node's
+// silence (what it had been waiting before the pause, plus the pause) can
+// pass the threshold. A tick later the reply has been read. (Not the next
+// tick: a ticker delivers the tick it missed during the pause, and the
+// next one may follow at once.)
 func (r *Router) watch(w *watchdog, now time.Time) {
 	// Only a pause as long as the stall threshold moves the floor; shorter
 	// scheduling delays are covered by the second look, or on a busy
@@ -110,14 +115,18 @@ func (r *Router) watch(w *watchdog, now time.Time) {
 		if !n.healthy() || !r.stalled(n, now) {
 			continue
 		}
-		if suspects[n] {
+		since, suspect := suspects[n]
+		if suspect && now.Sub(since) >= watchdogTick(r.cfg) {
 			r.eject(n, ejectStalled)
 			continue
 		}
-		if w.suspects == nil {
-			w.suspects = map[*node]bool{}
+		if !suspect {
+			since = now
 		}
-		w.suspects[n] = true
+		if w.suspects == nil {
+			w.suspects = map[*node]time.Time{}
+		}
+		w.suspects[n] = since
 	}
 }
 

@@ -152,10 +152,15 @@ func (n *node) close() {
 // from before an idle spell (which would make it look silent for that
 // whole spell).
 func (n *node) begin(now time.Time) {
-	if n.inflight.Load() == 0 {
-		n.lastProgress.Store(now.UnixNano())
+	for {
+		k := n.inflight.Load()
+		if k == 0 {
+			n.lastProgress.Store(now.UnixNano())
+		}
+		if n.inflight.CompareAndSwap(k, k+1) { // else another request began or ended: look again
+			return
+		}
 	}
-	n.inflight.Add(1)
 }
 
 // end marks a request done. Only an answer (even an error reply) counts as

@@ -9,8 +9,10 @@ import (
 // the stall threshold, is not ejected by the watchdog's first tick after
 // the pause, which may run before the reply is read: its silence (what it
 // had been waiting before the pause, plus the pause) passes the threshold
-// without the pause counting as one. A node that stays silent is ejected
-// at the next tick.
+// without the pause counting as one; nor by a tick that follows the first
+// at once (a ticker delivers the tick it missed, and the next may come
+// right after). A node that stays silent is ejected a tick after it was
+// first found stalled.
 func TestTheWatchdogLooksTwiceBeforeEjectingAStalledNode(t *testing.T) {
 	c := newFakeCluster(t, shard3(answer("p:1", 2), answer("a:1", 2), answer("b:1", 2)))
 	x, y := c.nodes["a:1"], c.nodes["b:1"]
@@ -29,6 +31,12 @@ func TestTheWatchdogLooksTwiceBeforeEjectingAStalledNode(t *testing.T) {
 	c.r.watch(&w, at(pause))
 	if c.ejected("a:1") {
 		t.Fatalf("a:1 ejected at the first tick after a pause of %s, its reply unread", pause)
+	}
+	// The ticker delivers the tick it missed, and the next may follow at
+	// once, before the reply is read.
+	c.r.watch(&w, at(pause+time.Millisecond/10))
+	if c.ejected("a:1") {
+		t.Fatal("a:1 ejected at a second tick that followed the first at once, its reply unread")
 	}
 	x.end(at(pause+time.Millisecond), 0, true) // read now
 	c.r.watch(&w, at(pause+every))
