@@ -155,8 +155,10 @@ func (s *Bookings) Create(ctx context.Context, b booking.Booking) (booking.Booki
 		return b, false, err
 	}
 	// Again after the write: a scan that ran between the two writes may
-	// have forgotten the entry.
-	s.index(ctx, stored, false)
+	// have forgotten the entry. Even when the caller's deadline has just
+	// run out (a failover held the record's write): the record is
+	// written, and an entry is all that makes the workers advance it.
+	s.index(context.WithoutCancel(ctx), stored, false)
 	return stored, true, nil
 }
 
