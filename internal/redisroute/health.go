@@ -116,12 +116,11 @@ func (r *Router) watch(w *watchdog, now time.Time) {
 			continue
 		}
 		since, suspect := suspects[n]
-		if suspect && now.Sub(since) >= watchdogTick(r.cfg) {
-			r.eject(n, ejectStalled)
-			continue
-		}
 		if !suspect {
 			since = now
+		} else if now.Sub(since) >= watchdogTick(r.cfg) {
+			r.eject(n, ejectStalled)
+			continue
 		}
 		if w.suspects == nil {
 			w.suspects = map[*node]time.Time{}
