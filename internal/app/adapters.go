@@ -47,12 +47,12 @@ func (r reserver) Reserve(ctx context.Context, driverID, bookingID string, until
 // driver that moved on from the booking, or whose record is gone, is
 // released already; one that accepted the booking or started its trip is
 // not released (booking.ErrDriverAccepted): the booking holds it.
-func (r reserver) Release(ctx context.Context, driverID, bookingID string, expired bool, now time.Time) error {
+func (r reserver) Release(ctx context.Context, driverID, bookingID string, until time.Time, expired bool, now time.Time) error {
 	ev := driver.EventDecline
 	if expired {
 		ev = driver.EventExpire
 	}
-	d, err := r.drivers.Apply(ctx, driverID, driver.Transition{Event: ev, BookingID: bookingID}, now)
+	d, err := r.drivers.Apply(ctx, driverID, driver.Transition{Event: ev, BookingID: bookingID, Until: until}, now)
 	switch {
 	case errors.Is(err, driver.ErrIllegalTransition), errors.Is(err, driver.ErrWrongBooking):
 		if d.BookingID == bookingID && (d.Status == driver.StatusOnTrip || d.Status == driver.StatusReserved && d.Accepted) {

@@ -30,11 +30,14 @@ type Allocator interface {
 
 // Drivers is the driver store as the pipeline needs it.
 type Drivers interface {
-	// Release frees a driver reserved for bookingID: expire when the
+	// Release frees a driver from bookingID's reservation ending at until
+	// (zero: whichever it holds for the booking): expire when the
 	// reservation lapsed, decline otherwise. A driver that no longer holds
-	// the booking is released already (nil); one that accepted it, or
-	// started its trip, is not released: ErrDriverAccepted.
-	Release(ctx context.Context, driverID, bookingID string, expired bool, now time.Time) error
+	// that reservation is released already (nil): the booking may have
+	// reserved it again since, and only that later reservation's own
+	// release may end it. One that accepted it, or started its trip, is
+	// not released: ErrDriverAccepted.
+	Release(ctx context.Context, driverID, bookingID string, until time.Time, expired bool, now time.Time) error
 	Get(ctx context.Context, id string) (driver.Driver, error)
 	Apply(ctx context.Context, id string, tr driver.Transition, now time.Time) (driver.Driver, error)
 }
@@ -344,7 +347,7 @@ func (s *Service) tryAllocate(ctx context.Context, b Booking) (Booking, error) {
 	if left <= 0 {
 		// Lapsed already (this instance was held up): nothing was
 		// written, so the driver is freed now rather than by the sweep.
-		s.release(ctx, driverID, b.ID, now)
+		s.release(ctx, driverID, b.ID, until, now)
 		return b, errLapsed
 	}
 	uctx, cancel := context.WithTimeout(ctx, left)
@@ -355,9 +358,11 @@ func (s *Service) tryAllocate(ctx context.Context, b Booking) (Booking, error) {
 		// other failure the update may have been applied, and releasing
 		// the driver would let a second booking take a driver this one
 		// holds; the reservation is left to lapse, and the sweep frees the
-		// driver if the booking turns out not to hold it.
+		// driver if the booking turns out not to hold it. This reservation
+		// only: the driver may have declined it meanwhile (the conflict)
+		// and been reserved again for the same booking by a worker.
 		if errors.Is(err, ErrConflict) {
-			s.release(ctx, driverID, b.ID, now)
+			s.release(ctx, driverID, b.ID, until, now)
 		}
 		return b, err
 	}
@@ -368,12 +373,13 @@ func (s *Service) tryAllocate(ctx context.Context, b Booking) (Booking, error) {
 // errLapsed: the reservation lapsed before the booking could record it.
 var errLapsed = errors.New("the driver's reservation lapsed before the booking recorded it")
 
-// release frees a driver reserved for a booking that certainly does not
-// name it, even when the caller has hung up (within its deadline).
-func (s *Service) release(ctx context.Context, driverID, bookingID string, now time.Time) {
+// release frees a driver from a reservation (ending at until) that its
+// booking certainly does not name, even when the caller has hung up
+// (within its deadline).
+func (s *Service) release(ctx context.Context, driverID, bookingID string, until, now time.Time) {
 	rctx, cancel := detached(ctx)
 	defer cancel()
-	if err := s.driver.Release(rctx, driverID, bookingID, false, now); err != nil {
+	if err := s.driver.Release(rctx, driverID, bookingID, until, false, now); err != nil {
 		s.log.Warn("release a driver the booking does not name", "driver", driverID, "booking", bookingID, "err", err)
 	}
 }
@@ -529,7 +535,7 @@ func (s *Service) Cancel(ctx context.Context, id string) (Booking, error) {
 	}
 	s.metrics.Outcome(OutcomeCancelled)
 	if b.DriverID != "" {
-		if err := s.driver.Release(ctx, b.DriverID, b.ID, false, now); err != nil {
+		if err := s.driver.Release(ctx, b.DriverID, b.ID, b.ReservedUntil, false, now); err != nil {
 			s.log.Warn("release driver of a cancelled booking", "driver", b.DriverID, "booking", id, "err", err)
 		}
 	}

@@ -52,6 +52,9 @@ type memStore struct {
 	// hold the record's write for seconds). Its re-index after the record
 	// is best effort, and not modelled.
 	beforeRecord func()
+	// beforeUpdate, if set, runs at the start of each Update: what other
+	// instances do while an update is in flight.
+	beforeUpdate func(old, next Booking)
 }
 
 func newMemStore() *memStore {
@@ -112,6 +115,9 @@ func (m *memStore) Exists(_ context.Context, id string) (bool, error) {
 }
 
 func (m *memStore) Update(ctx context.Context, old, next Booking) error {
+	if hook := m.beforeUpdate; hook != nil {
+		hook(old, next)
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.updateDeadline, _ = ctx.Deadline()
@@ -232,8 +238,9 @@ func (f *fakeFleet) Allocate(_ context.Context, bookingID string, _ string, _ dr
 }
 
 // Release follows the adapter's contract: a driver that accepted is not
-// released.
-func (f *fakeFleet) Release(_ context.Context, driverID, bookingID string, expired bool, now time.Time) error {
+// released, nor one the booking has reserved again since the reservation
+// until names (the driver state machine's rule, to the millisecond).
+func (f *fakeFleet) Release(_ context.Context, driverID, bookingID string, until time.Time, expired bool, now time.Time) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	d := f.drivers[driverID]
@@ -241,7 +248,8 @@ func (f *fakeFleet) Release(_ context.Context, driverID, bookingID string, expir
 		return ErrDriverAccepted
 	}
 	f.released = append(f.released, fmt.Sprintf("%s expired=%v", driverID, expired))
-	if d.BookingID == bookingID && d.Status == driver.StatusReserved {
+	later := !until.IsZero() && until.UnixMilli() != d.ReservedUntil.UnixMilli()
+	if d.BookingID == bookingID && d.Status == driver.StatusReserved && !later {
 		f.drivers[driverID] = driver.Driver{ID: driverID, Status: driver.StatusAvailable, Version: d.Version + 1}
 		f.free = append(f.free, driverID)
 	}
@@ -895,7 +903,7 @@ type releaseWatch struct {
 	released, stillNamed int
 }
 
-func (w *releaseWatch) Release(ctx context.Context, driverID, bookingID string, expired bool, now time.Time) error {
+func (w *releaseWatch) Release(ctx context.Context, driverID, bookingID string, until time.Time, expired bool, now time.Time) error {
 	b, _ := w.store.Get(ctx, bookingID)
 	w.mu.Lock()
 	w.released++
@@ -903,7 +911,7 @@ func (w *releaseWatch) Release(ctx context.Context, driverID, bookingID string, 
 		w.stillNamed++
 	}
 	w.mu.Unlock()
-	return w.fakeFleet.Release(ctx, driverID, bookingID, expired, now)
+	return w.fakeFleet.Release(ctx, driverID, bookingID, until, expired, now)
 }
 
 // A driver declines a reservation whose booking does not name it yet: the
@@ -928,6 +936,50 @@ func TestADeclineBeforeTheBookingNamesItsDriverStopsTheAllocationNamingIt(t *tes
 	named.DriverID = "d1"
 	if err := r.store.Update(ctx, b, named); !errors.Is(err, ErrConflict) {
 		t.Fatalf("the in-flight allocation update = %v, want ErrConflict: the booking would name d1, who declined", err)
+	}
+}
+
+// A driver declines while the allocation's booking update is in flight;
+// a worker then allocates the booking again, and reserves the same driver
+// (the nearest still). The first allocation's update conflicts, and the
+// release that follows must end its own reservation only: a release of
+// the booking's reservation, whichever it was, freed the second one while
+// the booking named the driver, and a second booking took it (G2). Found
+// by a reviewer reading the code.
+func TestALateReleaseOfAnAllocationNeverFreesItsBookingsNextReservation(t *testing.T) {
+	ctx := context.Background()
+	r := newRig(t)
+	b, _ := r.svc.Create(ctx, req("k")) // no driver free: searching
+	r.fleet.mu.Lock()
+	r.fleet.free = []string{"d1"}
+	r.fleet.drivers["d1"] = driver.Driver{ID: "d1", Status: driver.StatusAvailable}
+	r.fleet.mu.Unlock()
+	inFlight := true
+	r.store.beforeUpdate = func(_, next Booking) {
+		if !inFlight || next.Status != Allocated {
+			return
+		}
+		inFlight = false
+		r.clk.add(50 * time.Millisecond) // the offer reaches the driver
+		if _, err := r.svc.Respond(ctx, "d1", b.ID, false); err != nil {
+			t.Fatalf("decline: %v", err)
+		}
+		r.clk.add(50 * time.Millisecond)
+		if err := r.svc.advance(ctx, <-r.svc.queue); err != nil { // a worker, at once
+			t.Fatalf("the worker's advance: %v", err)
+		}
+	}
+	if _, err := r.svc.tryAllocate(ctx, b); !errors.Is(err, ErrConflict) {
+		t.Fatalf("the first allocation = %v, want ErrConflict (the driver declined)", err)
+	}
+	got, _ := r.store.Get(ctx, b.ID)
+	if got.Status != Allocated || got.DriverID != "d1" {
+		t.Fatalf("booking %s with %q, want allocated with d1 by the worker", got.Status, got.DriverID)
+	}
+	if d := r.fleet.status("d1"); d.Status != driver.StatusReserved || d.BookingID != b.ID {
+		other, err := r.svc.Create(ctx, req("k2"))
+		t.Fatalf("d1 is %s (for %q) while its booking names it; a second booking then got %q (%s, %v)",
+			d.Status, d.BookingID, other.DriverID, other.Status, err)
 	}
 }
 

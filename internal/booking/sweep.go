@@ -36,7 +36,7 @@ func (s *Service) sweep(ctx context.Context) {
 		if s.holds(ctx, d.BookingID, d.ID) {
 			continue
 		}
-		err := s.driver.Release(ctx, d.ID, d.BookingID, !d.Accepted, now)
+		err := s.driver.Release(ctx, d.ID, d.BookingID, d.ReservedUntil, !d.Accepted, now)
 		if err != nil && !errors.Is(err, ErrDriverAccepted) {
 			s.log.Warn("sweep a lapsed reservation", "driver", d.ID, "booking", d.BookingID, "err", err)
 			continue

@@ -151,7 +151,7 @@ func (s *Service) advance(ctx context.Context, id string) error {
 		if err := s.store.Update(ctx, b, next); err != nil || to == Accepted {
 			return err
 		}
-		if err := s.driver.Release(ctx, b.DriverID, b.ID, true, now); err != nil {
+		if err := s.driver.Release(ctx, b.DriverID, b.ID, b.ReservedUntil, true, now); err != nil {
 			s.log.Debug("release a lapsed reservation", "driver", b.DriverID, "booking", b.ID, "err", err)
 		}
 		return nil

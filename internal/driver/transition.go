@@ -9,9 +9,14 @@ import (
 // Transition is an event with the data it needs.
 type Transition struct {
 	Event     Event
-	BookingID string    // every event but go_online and go_offline: the booking concerned
-	Until     time.Time // reserve: when the reservation lapses; must be after now
-	Services  []string  // go_online: the services offered (see ValidateServices)
+	BookingID string // every event but go_online and go_offline: the booking concerned
+	// Until: reserve: when the reservation lapses, after now. Decline and
+	// expire: the end of the reservation to release, or zero for
+	// whichever the driver holds for BookingID. A booking can reserve the
+	// same driver again (declined, then allocated anew), and a release
+	// meant for its earlier reservation must not end the later one.
+	Until    time.Time
+	Services []string // go_online: the services offered (see ValidateServices)
 }
 
 // target is the state machine: the status each legal (from, event) pair
@@ -42,7 +47,9 @@ func target(from Status, ev Event) (Status, bool) {
 //     is not a known value;
 //   - *TransitionError (ErrIllegalTransition) when the state machine has no
 //     such move from d.Status;
-//   - ErrWrongBooking when a booking event names a booking d does not hold;
+//   - ErrWrongBooking when a booking event names a booking d does not hold,
+//     or a release (decline, expire) names a reservation of it (Until) that
+//     d no longer holds;
 //   - the event's own preconditions: *TransitionError for accepting twice or
 //     starting an unaccepted trip, ErrReservationExpired,
 //     ErrReservationNotExpired, and *InvalidArgumentError for malformed data
@@ -65,6 +72,10 @@ func Apply(d Driver, tr Transition, now time.Time) (Driver, error) {
 		// Do not echo the held booking: the caller may not own it.
 		return d, fmt.Errorf("driver: %s for booking %.64q, which the driver does not hold: %w",
 			tr.Event, tr.BookingID, ErrWrongBooking)
+	}
+	if releases(tr.Event) && !tr.Until.IsZero() && !sameReservationEnd(tr.Until, d.ReservedUntil) {
+		return d, fmt.Errorf("driver: %s of booking %.64q's reservation until %s, which the driver no longer holds (the booking reserved it again): %w",
+			tr.Event, tr.BookingID, tr.Until.UTC().Format(time.RFC3339Nano), ErrWrongBooking)
 	}
 	if err := checkPreconditions(d, tr, now); err != nil {
 		return d, err
@@ -127,6 +138,14 @@ func checkPreconditions(d Driver, tr Transition, now time.Time) error {
 	}
 	return nil
 }
+
+// releases reports whether ev ends a reservation.
+func releases(ev Event) bool { return ev == EventDecline || ev == EventExpire }
+
+// sameReservationEnd reports whether two reservation ends are the same
+// one. Stores keep them to the millisecond (a driver's record does), so
+// they are compared at that precision.
+func sameReservationEnd(a, b time.Time) bool { return a.UnixMilli() == b.UnixMilli() }
 
 func checkNotLapsed(d Driver, tr Transition, now time.Time) error {
 	if !now.Before(d.ReservedUntil) {

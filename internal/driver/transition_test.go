@@ -227,6 +227,41 @@ func TestApplyLateDeclineAndExpireStillFree(t *testing.T) {
 	}
 }
 
+// A release that names the reservation it ends (Until) ends only that
+// one: the same booking may have reserved the driver again since (a
+// decline, then a worker's next allocation), and a release meant for the
+// first reservation must not free the second while its booking names the
+// driver. Reservation ends are kept to the millisecond.
+func TestApplyReleaseNamingAnEarlierReservationOfTheBookingFreesNothing(t *testing.T) {
+	d := inStatus(StatusReserved, false) // b1 until t0+1m
+	late := d.ReservedUntil.Add(time.Hour)
+	for _, tt := range []struct {
+		name  string
+		ev    Event
+		until time.Time
+		now   time.Time
+		freed bool
+	}{
+		{"decline of the reservation held", EventDecline, d.ReservedUntil, t0, true},
+		{"decline of it, to the millisecond", EventDecline, d.ReservedUntil.Add(999 * time.Microsecond), t0, true},
+		{"decline naming no reservation", EventDecline, time.Time{}, t0, true},
+		{"decline of an earlier reservation", EventDecline, d.ReservedUntil.Add(-15 * time.Second), t0, false},
+		{"decline of one a millisecond off", EventDecline, d.ReservedUntil.Add(time.Millisecond), t0, false},
+		{"expiry of the reservation held", EventExpire, d.ReservedUntil, late, true},
+		{"expiry of an earlier reservation", EventExpire, d.ReservedUntil.Add(-15 * time.Second), late, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := Apply(d, Transition{Event: tt.ev, BookingID: "b1", Until: tt.until}, tt.now)
+			switch {
+			case tt.freed && (err != nil || got.Status != StatusAvailable):
+				t.Errorf("= %s, %v; want available, nil", got.Status, err)
+			case !tt.freed && !errors.Is(err, ErrWrongBooking):
+				t.Errorf("= %s, %v; want ErrWrongBooking", got.Status, err)
+			}
+		})
+	}
+}
+
 func TestApplyDoesNotAlias(t *testing.T) {
 	services := []string{"car", "bike"}
 	d := inStatus(StatusOffline, false)
