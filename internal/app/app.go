@@ -181,6 +181,10 @@ func (a *App) wireBookings(ctx context.Context, cfg Config, log *slog.Logger, o 
 		return err
 	}
 	a.reach = fleet.NewReach(id, redisstore.NewReaches(a.router), a.router, a.router.Now, cfg.Fleet.RenewEvery, log.With("component", "fleet"))
+	// An instance behind the others (a primary they reach and it does
+	// not) takes no requests (readiness) and does no share of the
+	// background work: the others reach all of it.
+	a.member.StandAsideWhile(a.reach.Behind)
 	if err := a.reg.Register(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "apollo_redis_primary_slots_reached",
 		Help: "Slots whose primary answered this instance's last reach probe (every --lease-renew-every): an instance is not ready while another reaches every primary it reaches and more."},
 		func() float64 { return float64(a.reach.Slots()) })); err != nil {

@@ -65,7 +65,10 @@ func TestReadinessFailsOnlyWhenNoShardAnswers(t *testing.T) {
 // shards they do reach too. Found with verify's
 // instance-primary-partition (2026-12-05): the cut instance's replicas
 // answered its readiness reads, and it failed that shard's writes for as
-// long as the path stayed cut.
+// long as the path stayed cut. Nor does it keep its share of the
+// partitions, which the others can work and it cannot (a reviewer found
+// the cut primary's partitions of its share owned by nobody for as long
+// as the cut lasted).
 func TestAnInstanceCutOffFromAPrimaryOthersReachIsNotReady(t *testing.T) {
 	clustertest.NeedFirewall(t)
 	c := clustertest.Start(t, func(cfg *localcluster.Config) { cfg.OwnAddrs = true })
@@ -95,10 +98,29 @@ func TestAnInstanceCutOffFromAPrimaryOthersReachIsNotReady(t *testing.T) {
 	}
 	until("one instance cut off from a primary", func(a, b int) bool { return a == 503 && b == 200 },
 		func(a, b int) bool { return b != 200 })
+	// Nor does it do a share of the background work: it stands aside, and
+	// the other takes every partition (the cut one's once its lease has
+	// run out), then it takes its share back.
+	const owned = "apollo_fleet_partitions_owned"
+	partitions := metric(t, admins[1], "apollo_fleet_partitions")
+	ownedUntil := func(what string, want func(a, b string) bool) {
+		t.Helper()
+		for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+			a, b := metric(t, admins[0], owned), metric(t, admins[1], owned)
+			if want(a, b) {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: the instances own %s and %s of %s partitions after 20 s", what, a, b, partitions)
+			}
+		}
+	}
+	ownedUntil("one instance cut off from a primary", func(a, b string) bool { return a == "0" && b == partitions })
 	if err := reconnect(ctx); err != nil {
 		t.Fatal(err)
 	}
 	until("the path back", func(a, b int) bool { return a == 200 && b == 200 }, nil)
+	ownedUntil("the path back", func(a, b string) bool { return a != "0" && b != partitions })
 
 	// Both cut off from it: neither is better placed, both stay in.
 	var reconnects []func(context.Context) error

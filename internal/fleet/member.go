@@ -69,6 +69,11 @@ type Member struct {
 	mu    sync.Mutex
 	owned map[int]held
 
+	// behind, if set, says this instance cannot do its share (see
+	// StandAsideWhile); aside: it stood aside at its last rebalance.
+	behind func() error
+	aside  bool
+
 	gained  chan struct{} // a signal: partitions were acquired
 	stop    chan struct{}
 	done    chan struct{} // closed when the loop ends, or by the first Stop of a member never started
@@ -119,6 +124,15 @@ func (m *Member) Owned() []Lease {
 	}
 	return out
 }
+
+// StandAsideWhile makes the member leave the fleet, handing its leases
+// back, at each rebalance at which behind says this instance cannot do
+// its share of the work, and join again once it can. An instance cut off
+// from one primary that the others reach (Reach.Behind) stays a live
+// member otherwise: its share's partitions on that primary stay its own,
+// which it cannot renew and the others never take, and their due bookings
+// wait for as long as the cut lasts. Call it before Start.
+func (m *Member) StandAsideWhile(behind func() error) { m.behind = behind }
 
 // Start joins the fleet: a first rebalance now (so the instance claims its
 // share before it serves), then one each RenewEvery until Stop.
@@ -171,20 +185,10 @@ func (m *Member) loop() {
 func (m *Member) Stop(ctx context.Context) {
 	m.halt()
 	m.mu.Lock()
-	leases := slices.Collect(maps.Values(m.owned))
-	m.owned = map[int]held{}
+	n := len(m.owned)
 	m.mu.Unlock()
-	for _, h := range leases {
-		if err := m.store.Release(ctx, h.Lease); err != nil {
-			m.log.Warn("hand a partition back", "partition", h.Partition, "err", err)
-		}
-		m.m.Changed("released")
-	}
-	if err := m.store.Leave(ctx, m.id); err != nil {
-		m.log.Warn("leave the fleet", "err", err)
-	}
-	m.m.Owned(0)
-	m.log.Info("left the fleet", "handed_back", len(leases))
+	m.handBack(ctx)
+	m.log.Info("left the fleet", "handed_back", n)
 }
 
 // Abandon ends the renewals without handing anything back, as a crash
@@ -202,6 +206,9 @@ func (m *Member) Abandon() {
 // (after it stops acting on them), renews the rest in one batch and takes
 // the missing ones that are free.
 func (m *Member) Rebalance(ctx context.Context) {
+	if m.standAside(ctx) {
+		return
+	}
 	start, shared := m.clock.Local(), m.clock.Shared()
 	if err := m.store.Heartbeat(ctx, m.id, shared, shared.Add(m.cfg.LeaseTTL)); err != nil {
 		m.log.Warn("fleet heartbeat", "err", err)
@@ -300,6 +307,47 @@ func (m *Member) Rebalance(ctx context.Context) {
 	}
 	m.m.Owned(len(owned))
 	m.m.Members(max(len(members), 1))
+}
+
+// standAside reports whether this instance is out of the fleet for this
+// round: it leaves, handing back what it holds, when behind first says so,
+// and stays out, heartbeating nothing, until behind says it can do its
+// share again.
+func (m *Member) standAside(ctx context.Context) bool {
+	if m.behind == nil {
+		return false
+	}
+	err := m.behind()
+	switch {
+	case err == nil && m.aside:
+		m.aside = false
+		m.log.Info("join the fleet again: this instance can do its share")
+	case err != nil && !m.aside:
+		m.aside = true
+		m.log.Warn("stand aside from the fleet: this instance cannot do its share; the others take it over", "err", err)
+		m.handBack(ctx)
+	}
+	return m.aside
+}
+
+// handBack stops acting on every lease, hands them back and leaves the
+// fleet, so the others take the share over at their next rebalance (a
+// lease it cannot reach, when its lease time is up).
+func (m *Member) handBack(ctx context.Context) {
+	m.mu.Lock()
+	leases := slices.Collect(maps.Values(m.owned))
+	m.owned = map[int]held{}
+	m.mu.Unlock()
+	for _, h := range leases {
+		if err := m.store.Release(ctx, h.Lease); err != nil {
+			m.log.Warn("hand a partition back", "partition", h.Partition, "err", err)
+		}
+		m.m.Changed("released")
+	}
+	if err := m.store.Leave(ctx, m.id); err != nil {
+		m.log.Warn("leave the fleet", "err", err)
+	}
+	m.m.Owned(0)
 }
 
 // ErrLeaseLost: a partition was acted on with a lease token it no longer
