@@ -76,9 +76,10 @@ func (c Config) Validate() error {
 
 // tripped is a cell turned away until `until`.
 type tripped struct {
-	until    time.Time
-	rule     string
-	shadow   bool
+	until time.Time
+	// by is the rule it tripped under: a trip stands only while that rule
+	// is still the one in force for the cell (see cached).
+	by       Rule
 	count    float64
 	rejected int       // turned away since it tripped, for CountRejectedEvery
 	owed     int64     // rejections counted as misses and not yet written
@@ -137,7 +138,7 @@ func (f *Filter) Admit(ctx context.Context, service string, lat, lng float64, no
 	}
 	key := Key{Service: service, Cell: cell}
 	d := Decision{Rule: rule.Name, Cell: cell}
-	t, ok := f.cached(key, now)
+	t, ok := f.cached(key, rule, now)
 	if t.write > 0 {
 		// Before the counts are read again, when the cell has just reopened.
 		f.countRejected(ctx, rule, service, lat, lng, now, t.write)
@@ -145,7 +146,7 @@ func (f *Filter) Admit(ctx context.Context, service string, lat, lng float64, no
 	if ok {
 		d.Count, d.RetryAfter = t.count, retryAfter(t.until, now)
 		d.Outcome = RejectedCached
-		if t.shadow {
+		if t.by.Shadow {
 			d.Outcome = ShadowRejected
 		}
 		return f.decide(d)
@@ -171,7 +172,7 @@ func (f *Filter) Admit(ctx context.Context, service string, lat, lng float64, no
 		return f.decide(d)
 	}
 	until := now.Add(max(rule.holdDown(), time.Second))
-	f.trip(key, tripped{until: until, rule: rule.Name, shadow: rule.Shadow, count: d.Count}, now)
+	f.trip(key, tripped{until: until, by: rule, count: d.Count}, now)
 	f.obs.Tripped()
 	d.RetryAfter = retryAfter(until, now)
 	d.Outcome = Rejected
@@ -196,15 +197,19 @@ type hit struct {
 	write int64 // rejections counted as misses that this admission writes
 }
 
-// cached looks k up among the tripped cells and, if it is there, counts
-// this admission as turned away. The admission that finds the cell's
-// counted rejections a countWriteEvery old, or finds the cell reopened,
-// takes them to write.
-func (f *Filter) cached(k Key, now time.Time) (hit, bool) {
+// cached looks k up among the tripped cells and, if it is there, tripped
+// under rule (the one in force for it now), counts this admission as
+// turned away. The admission that finds the cell's counted rejections a
+// countWriteEvery old, or finds the cell reopened, takes them to write. A
+// trip under a rule since edited (turned to shadow, a threshold raised, a
+// shorter hold-down) is over: the cell is decided again by the rule in
+// force, as an instance that never tripped it decides it. Otherwise the
+// edit would wait out the old hold-down (up to an hour) here alone.
+func (f *Filter) cached(k Key, rule Rule, now time.Time) (hit, bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	t, ok := f.cells[k]
-	if ok && !now.Before(t.until) {
+	if ok && (!now.Before(t.until) || !t.by.same(rule)) {
 		delete(f.cells, k)
 		return hit{tripped: t, write: t.owed}, false
 	}
@@ -212,7 +217,7 @@ func (f *Filter) cached(k Key, now time.Time) (hit, bool) {
 		return hit{}, false
 	}
 	t.rejected++
-	if n := f.cfg.CountRejectedEvery; n > 0 && !t.shadow && t.rejected%n == 0 {
+	if n := f.cfg.CountRejectedEvery; n > 0 && !t.by.Shadow && t.rejected%n == 0 {
 		t.owed++
 	}
 	h := hit{tripped: t}
@@ -299,7 +304,7 @@ func (f *Filter) TrippedCells(now time.Time, top int) []CellState {
 	var out []CellState
 	for k, t := range f.cells {
 		if now.Before(t.until) {
-			out = append(out, CellState{Key: k.String(), Rule: t.rule, Count: t.count, Until: t.until, Shadow: t.shadow, Service: k.Service, Cell: k.Cell})
+			out = append(out, CellState{Key: k.String(), Rule: t.by.Name, Count: t.count, Until: t.until, Shadow: t.by.Shadow, Service: k.Service, Cell: k.Cell})
 		}
 	}
 	f.mu.Unlock()

@@ -232,6 +232,50 @@ func TestRulesReloadTakesEffect(t *testing.T) {
 	}
 }
 
+// A rule edited after a cell tripped under it (PUT /v1/spampede/rules,
+// installed by every instance within a second) decides the cell at once,
+// as it does on an instance that never tripped it: the trip cached under
+// the old rule no longer holds (a reviewer found the old one kept, up to
+// its hold-down of an hour, here alone). The same rule stored again as a
+// new version keeps the trip.
+func TestACellTrippedBeforeARuleEditFollowsTheEditedRule(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name string
+		edit func(*Rule)
+		want Outcome // this instance's decision, 5 s after the trip
+	}{
+		{"turned to shadow", func(r *Rule) { r.Shadow = true }, ShadowRejected},
+		{"threshold raised", func(r *Rule) { r.Threshold = 100 }, Admitted},
+		{"hold-down shortened", func(r *Rule) { r.HoldDownSeconds = 1 }, Rejected},
+		{"stored again unchanged", func(*Rule) {}, RejectedCached},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			store := newMemStore()
+			old := func(r *Rule) { r.HoldDownSeconds = 600 }
+			f := newFilter(t, store, testRules(old))
+			record(t, f, 5, home.lat, home.lng, t0)
+			if d := f.Admit(ctx, "car", home.lat, home.lng, t0.Add(time.Second)); d.Outcome != Rejected {
+				t.Fatalf("before the edit: %s, want rejected", d.Outcome)
+			}
+			rs := testRules(func(r *Rule) { old(r); tc.edit(r) })
+			rs.Version = 2
+			if err := f.SetRules(rs); err != nil {
+				t.Fatal(err)
+			}
+			other := newFilter(t, store, rs) // another instance: same store, same rules, nothing cached
+			at := t0.Add(5 * time.Second)
+			mine, theirs := f.Admit(ctx, "car", home.lat, home.lng, at), other.Admit(ctx, "car", home.lat, home.lng, at)
+			if mine.Outcome != tc.want {
+				t.Errorf("this instance: %s (retry in %s), want %s", mine.Outcome, mine.RetryAfter, tc.want)
+			}
+			if tc.want != RejectedCached && mine.Outcome != theirs.Outcome {
+				t.Errorf("this instance %s, another on the same rules %s", mine.Outcome, theirs.Outcome)
+			}
+		})
+	}
+}
+
 func TestParseRuleSet(t *testing.T) {
 	good := `{"version":2,"rules":[{"name":"sg","min_lat":1.1,"max_lat":1.5,"min_lng":103.5,"max_lng":104.1,"cell_bits":30,"bucket_seconds":60,"threshold":20,"hold_down_seconds":60}]}`
 	if rs, err := ParseRuleSet([]byte(good)); err != nil || rs.Version != 2 || len(rs.Rules) != 1 {

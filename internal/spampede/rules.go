@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"reflect"
 	"slices"
 	"time"
 
@@ -33,6 +34,10 @@ type Rule struct {
 	// Shadow rules count what they would reject, and admit.
 	Shadow bool `json:"shadow"`
 }
+
+// same reports whether r and o are the same rule, every field (a field
+// added later included).
+func (r Rule) same(o Rule) bool { return reflect.DeepEqual(r, o) }
 
 // RuleSet is the whole configuration, stored and edited as one JSON document.
 type RuleSet struct {
