@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/apollo-platform/apollo/internal/driver"
 )
@@ -18,8 +19,8 @@ const casAttempts = 5
 // still names it:
 //
 //   - accept: the driver's record first (it checks the reservation is still
-//     this booking's and has not lapsed), then the booking becomes
-//     accepted. If that second step fails, the driver's app may send the
+//     this booking's and has not lapsed, and is written before it lapses
+//     or never: beforeLapse), then the booking becomes accepted. If that second step fails, the driver's app may send the
 //     accept again (an accept already recorded is taken as done), and if
 //     it never does, the workers settle the booking as accepted when they
 //     find the reservation's driver has accepted (ErrDriverAccepted).
@@ -39,7 +40,9 @@ func (s *Service) Respond(ctx context.Context, driverID, bookingID string, accep
 	tr := driver.Transition{Event: driver.EventDecline, BookingID: bookingID}
 	if accept {
 		tr.Event = driver.EventAccept
-		next, err := s.driver.Apply(ctx, driverID, tr, now)
+		actx, cancel := s.beforeLapse(ctx, d, bookingID, now)
+		next, err := s.driver.Apply(actx, driverID, tr, now)
+		cancel()
 		if err != nil && !acceptedAlready(d, bookingID) {
 			return next, err
 		}
@@ -60,6 +63,22 @@ func (s *Service) Respond(ctx context.Context, driverID, bookingID string, accep
 		s.enqueue(bookingID) // another driver may be free now: no waiting
 	}
 	return next, err
+}
+
+// beforeLapse bounds an accept of the driver's reservation for bookingID
+// by the reservation's end, as an allocation's update is (the store's
+// deadline guard: it lands by then or never). The accept is checked
+// against the reservation's end when it is decided; written after it (an
+// instance held up in between), it would land after a worker read the
+// driver not accepted and put the booking back to searching: applied,
+// and yet answered refused, its booking gone. A reservation already over
+// is not bounded: the driver state machine refuses the accept, confirmed.
+func (s *Service) beforeLapse(ctx context.Context, d driver.Driver, bookingID string, now time.Time) (context.Context, context.CancelFunc) {
+	left := d.ReservedUntil.Sub(now)
+	if d.Status != driver.StatusReserved || d.BookingID != bookingID || left <= 0 {
+		return ctx, func() {}
+	}
+	return context.WithTimeout(ctx, left)
 }
 
 // acceptedAlready reports a driver who accepted bookingID already (and may

@@ -214,6 +214,8 @@ type fakeFleet struct {
 	calls    int
 	ttl      time.Duration // a reservation's length; 0: 15 s
 	reserved func()        // called once a driver is reserved; nil: nothing
+	// acceptDeadline is the deadline the last accept was sent with.
+	acceptDeadline time.Time
 }
 
 func (f *fakeFleet) Allocate(_ context.Context, bookingID string, _ string, _ driver.Location, now time.Time) (string, time.Time, error) {
@@ -266,9 +268,12 @@ func (f *fakeFleet) Get(_ context.Context, id string) (driver.Driver, error) {
 	return d, nil
 }
 
-func (f *fakeFleet) Apply(_ context.Context, id string, tr driver.Transition, now time.Time) (driver.Driver, error) {
+func (f *fakeFleet) Apply(ctx context.Context, id string, tr driver.Transition, now time.Time) (driver.Driver, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if tr.Event == driver.EventAccept {
+		f.acceptDeadline, _ = ctx.Deadline()
+	}
 	d := f.drivers[id]
 	next, err := driver.Apply(d, tr, now)
 	if err != nil {
@@ -980,6 +985,54 @@ func TestALateReleaseOfAnAllocationNeverFreesItsBookingsNextReservation(t *testi
 		other, err := r.svc.Create(ctx, req("k2"))
 		t.Fatalf("d1 is %s (for %q) while its booking names it; a second booking then got %q (%s, %v)",
 			d.Status, d.BookingID, other.DriverID, other.Status, err)
+	}
+}
+
+// An accept is written before the reservation ends or never, as an
+// allocation's update is: decided before the end (checked against the
+// deciding instance's clock) and written after it (the instance held up
+// in between), it landed after a worker had read the driver not accepted
+// and put the booking back to searching, and was answered refused (409)
+// though the driver's record took it (a reviewer found it). The store's
+// deadline guard refuses a write past its deadline, so the bound is the
+// deadline the accept is sent with.
+func TestAnAcceptIsRecordedBeforeItsReservationEndsOrNever(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		callers time.Duration // the caller's own deadline
+		bound   string        // what bounds the accept: "reservation" or "caller"
+	}{
+		{"a reservation ending before the caller's deadline", time.Minute, "reservation"},
+		{"a caller's deadline before the reservation's end", time.Second, "caller"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newRig(t, "d1")
+			b, _ := r.svc.Create(context.Background(), req("k"))
+			r.clk.add(5 * time.Second) // 10 s of the 15 s reservation left
+			ctx, cancel := context.WithTimeout(context.Background(), tc.callers)
+			defer cancel()
+			callerDeadline, _ := ctx.Deadline()
+			before := time.Now()
+			if _, err := r.svc.Respond(ctx, "d1", b.ID, true); err != nil {
+				t.Fatalf("accept: %v", err)
+			}
+			after := time.Now()
+			got := r.fleet.acceptDeadline
+			switch tc.bound {
+			case "reservation":
+				left := 10 * time.Second
+				if got.Before(before.Add(left)) || got.After(after.Add(left)) {
+					t.Errorf("the accept ran to %v, want the reservation's end, within [%v, %v]", got, before.Add(left), after.Add(left))
+				}
+			case "caller":
+				if !got.Equal(callerDeadline) {
+					t.Errorf("the accept ran to %v, want the caller's earlier deadline %v", got, callerDeadline)
+				}
+			}
+			if got, _ := r.store.Get(context.Background(), b.ID); got.Status != Accepted {
+				t.Errorf("booking %s, want accepted", got.Status)
+			}
+		})
 	}
 }
 

@@ -135,7 +135,8 @@ func (s *Service) advance(ctx context.Context, id string) error {
 		// still names it; if the release then fails, the sweep frees the
 		// driver. A driver who accepted holds the booking: its update
 		// after the accept was lost. (No accept can come now: the
-		// reservation has lapsed.)
+		// reservation has lapsed, and an accept lands before that or
+		// never, Respond's beforeLapse.)
 		d, err := s.driver.Get(ctx, b.DriverID)
 		if err != nil && !errors.Is(err, ErrDriverNotFound) {
 			return err
