@@ -51,6 +51,12 @@ func (s *Service) Respond(ctx context.Context, driverID, bookingID string, accep
 		}
 		return next, s.follow(ctx, bookingID, driverID, Accepted)
 	}
+	if d.Status == driver.StatusReserved && d.BookingID == bookingID {
+		// The reservation the driver answers: a decline held up after the
+		// booking let go must not end the booking's next reservation of
+		// the same driver, which a worker may have made meanwhile.
+		tr.Until = d.ReservedUntil
+	}
 	// What the decline would do, checked before the booking lets go.
 	if _, err := driver.Apply(d, tr, now); err != nil {
 		return d, err

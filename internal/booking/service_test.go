@@ -988,6 +988,74 @@ func TestALateReleaseOfAnAllocationNeverFreesItsBookingsNextReservation(t *testi
 	}
 }
 
+// heldDecline holds the first decline sent to the driver store until
+// proceed is closed, after telling entered: a driver's decline held up
+// between letting its booking go and freeing the driver.
+type heldDecline struct {
+	*fakeFleet
+	entered, proceed chan struct{}
+	once             sync.Once
+}
+
+func (h *heldDecline) Apply(ctx context.Context, id string, tr driver.Transition, now time.Time) (driver.Driver, error) {
+	if tr.Event == driver.EventDecline {
+		h.once.Do(func() {
+			close(h.entered)
+			<-h.proceed
+		})
+	}
+	return h.fakeFleet.Apply(ctx, id, tr, now)
+}
+
+// The driver's own decline names the reservation it answers too: held up
+// after its booking let go (an allocation's update then conflicted, the
+// allocation released the driver, and a worker reserved the same driver
+// again for the booking and recorded it), it landed on the booking's next
+// reservation and freed the driver while the booking named it. A reviewer
+// found it.
+func TestADriversLateDeclineNeverFreesItsBookingsNextReservation(t *testing.T) {
+	ctx := context.Background()
+	r := newRig(t)
+	b, _ := r.svc.Create(ctx, req("k")) // no driver free: searching
+	r.fleet.mu.Lock()
+	r.fleet.free = []string{"d1"}
+	r.fleet.drivers["d1"] = driver.Driver{ID: "d1", Status: driver.StatusAvailable}
+	r.fleet.mu.Unlock()
+	held := &heldDecline{fakeFleet: r.fleet, entered: make(chan struct{}), proceed: make(chan struct{})}
+	r.svc.driver = held
+	inFlight := true
+	declined := make(chan error, 1)
+	r.store.beforeUpdate = func(_, next Booking) {
+		if !inFlight || next.Status != Allocated {
+			return
+		}
+		inFlight = false
+		r.clk.add(50 * time.Millisecond)
+		go func() { _, err := r.svc.Respond(ctx, "d1", b.ID, false); declined <- err }()
+		<-held.entered // the booking let go; the driver's decline is held up
+	}
+	if _, err := r.svc.tryAllocate(ctx, b); !errors.Is(err, ErrConflict) {
+		t.Fatalf("the first allocation = %v, want ErrConflict (the driver declined)", err)
+	}
+	r.clk.add(50 * time.Millisecond)
+	if err := r.svc.advance(ctx, b.ID); err != nil {
+		t.Fatalf("the worker's advance: %v", err)
+	}
+	if got, _ := r.store.Get(ctx, b.ID); got.Status != Allocated || got.DriverID != "d1" {
+		t.Fatalf("booking %s with %q, want allocated with d1 by the worker", got.Status, got.DriverID)
+	}
+	close(held.proceed)
+	err := <-declined
+	if d := r.fleet.status("d1"); d.Status != driver.StatusReserved || d.BookingID != b.ID {
+		other, cerr := r.svc.Create(ctx, req("k2"))
+		t.Fatalf("the late decline (%v) left d1 %s while its booking names it; a second booking then got %q (%s, %v)",
+			err, d.Status, other.DriverID, other.Status, cerr)
+	}
+	if !errors.Is(err, driver.ErrWrongBooking) {
+		t.Errorf("the late decline = %v, want ErrWrongBooking: the reservation it answered is over", err)
+	}
+}
+
 // An accept is written before the reservation ends or never, as an
 // allocation's update is: decided before the end (checked against the
 // deciding instance's clock) and written after it (the instance held up

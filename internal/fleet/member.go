@@ -70,9 +70,11 @@ type Member struct {
 	owned map[int]held
 
 	// behind, if set, says this instance cannot do its share (see
-	// StandAsideWhile); aside: it stood aside at its last rebalance.
+	// StandAsideWhile); aside: it stood aside at its last rebalance;
+	// able: rebalances in a row since, at which behind said it can.
 	behind func() error
 	aside  bool
+	able   int
 
 	gained  chan struct{} // a signal: partitions were acquired
 	stop    chan struct{}
@@ -311,24 +313,36 @@ func (m *Member) Rebalance(ctx context.Context) {
 
 // standAside reports whether this instance is out of the fleet for this
 // round: it leaves, handing back what it holds, when behind first says so,
-// and stays out, heartbeating nothing, until behind says it can do its
-// share again.
+// and stays out, heartbeating nothing, until behind has said it can do its
+// share again at rejoinAfter rebalances in a row. A path that comes and
+// goes would otherwise move the share to and fro at every change, and
+// leave the cut primary's partitions without an owner for a lease time
+// each time.
 func (m *Member) standAside(ctx context.Context) bool {
 	if m.behind == nil {
 		return false
 	}
 	err := m.behind()
 	switch {
-	case err == nil && m.aside:
-		m.aside = false
-		m.log.Info("join the fleet again: this instance can do its share")
 	case err != nil && !m.aside:
-		m.aside = true
+		m.aside, m.able = true, 0
 		m.log.Warn("stand aside from the fleet: this instance cannot do its share; the others take it over", "err", err)
 		m.handBack(ctx)
+	case err != nil:
+		m.able = 0
+	case m.aside:
+		if m.able++; m.able >= rejoinAfter {
+			m.aside = false
+			m.log.Info("join the fleet again: this instance can do its share")
+		}
 	}
 	return m.aside
 }
+
+// rejoinAfter is how many rebalances in a row an instance that stood aside
+// must find itself able before it joins again: as many as Reach takes to
+// judge it behind.
+const rejoinAfter = 3
 
 // handBack stops acting on every lease, hands them back and leaves the
 // fleet, so the others take the share over at their next rebalance (a

@@ -118,8 +118,21 @@ func TestAMemberCutOffFromAPrimaryStandsAsideAndTheOthersTakeItsShare(t *testing
 		t.Errorf("partition 2 was owned by no member for %s of the minute (b reaches it all along), want at most %s", unowned, limit)
 	}
 
+	// A path that comes and goes: judged able for a round, then behind
+	// again, a stays aside (its share does not move to and fro).
+	for _, err := range []error{nil, nil, behind, nil, behind} {
+		behind = err
+		round()
+		if got := partitionsOf(a.Owned()); len(got) != 0 {
+			t.Fatalf("a owns %v one round after it was judged able, between two judgements behind", got)
+		}
+	}
+	if got := partitionsOf(b.Owned()); !slices.Equal(got, []int{0, 1, 2, 3}) {
+		t.Errorf("b owns %v while a's path comes and goes, want every partition", got)
+	}
+
 	a.store, behind = cutStore{memStore: s}, nil // healed, and judged so
-	for range 3 {
+	for range 3 + 3 {                            // its rounds able, then a round each to hand over and take
 		round()
 	}
 	if ga, gb := partitionsOf(a.Owned()), partitionsOf(b.Owned()); !slices.Equal(ga, []int{0, 2}) || !slices.Equal(gb, []int{1, 3}) {

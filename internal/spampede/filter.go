@@ -300,10 +300,13 @@ type CellState struct {
 
 // TrippedCells lists up to top cells tripped at now, highest count first.
 func (f *Filter) TrippedCells(now time.Time, top int) []CellState {
+	rules := f.Rules()
 	f.mu.Lock()
 	var out []CellState
 	for k, t := range f.cells {
-		if now.Before(t.until) {
+		// A trip under a rule since edited no longer turns anything away
+		// (cached drops it at the cell's next admission): not listed.
+		if now.Before(t.until) && rules.has(t.by) {
 			out = append(out, CellState{Key: k.String(), Rule: t.by.Name, Count: t.count, Until: t.until, Shadow: t.by.Shadow, Service: k.Service, Cell: k.Cell})
 		}
 	}

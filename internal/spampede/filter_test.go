@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -272,7 +274,53 @@ func TestACellTrippedBeforeARuleEditFollowsTheEditedRule(t *testing.T) {
 			if tc.want != RejectedCached && mine.Outcome != theirs.Outcome {
 				t.Errorf("this instance %s, another on the same rules %s", mine.Outcome, theirs.Outcome)
 			}
+			// Listed only while it stands under the rules in force (the
+			// edited rule's own trips, made again, are listed anew).
+			if err := f.SetRules(testRules(func(r *Rule) { old(r); r.Threshold = 99 })); err != nil {
+				t.Fatal(err)
+			}
+			if cells := f.TrippedCells(at, 10); len(cells) != 0 {
+				t.Errorf("tripped cells under rules edited since: %+v, want none listed", cells)
+			}
 		})
+	}
+}
+
+// same compares every field of a rule: a field added to Rule and left
+// out of same would let a trip outlive an edit of it.
+func TestRuleSameSeesEveryField(t *testing.T) {
+	base := testRules(func(r *Rule) { r.Services = []string{"car"} }).Rules[0]
+	if !base.same(base) {
+		t.Fatal("a rule is not the same as itself")
+	}
+	v := reflect.ValueOf(&base).Elem()
+	for i := range v.NumField() {
+		edited := base
+		f := reflect.ValueOf(&edited).Elem().Field(i)
+		switch f.Kind() {
+		case reflect.String:
+			f.SetString(f.String() + "x")
+		case reflect.Float64:
+			f.SetFloat(f.Float() + 1)
+		case reflect.Int, reflect.Int64:
+			f.SetInt(f.Int() + 1)
+		case reflect.Uint, reflect.Uint64:
+			f.SetUint(f.Uint() + 1)
+		case reflect.Bool:
+			f.SetBool(!f.Bool())
+		case reflect.Slice:
+			f.Set(reflect.Append(reflect.ValueOf(slices.Clone(base.Services)), reflect.ValueOf("bike")))
+		default:
+			t.Fatalf("field %s is a %s: teach this test (and same) about it", v.Type().Field(i).Name, f.Kind())
+		}
+		if base.same(edited) {
+			t.Errorf("a rule whose %s differs is the same to same", v.Type().Field(i).Name)
+		}
+	}
+	noServices, empty := base, base
+	noServices.Services, empty.Services = nil, []string{}
+	if !noServices.same(empty) {
+		t.Error("no services and an empty list differ")
 	}
 }
 
