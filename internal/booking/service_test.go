@@ -944,6 +944,19 @@ func TestADeclineBeforeTheBookingNamesItsDriverStopsTheAllocationNamingIt(t *tes
 	}
 }
 
+// newSearchingThenD1Free is a rig with a booking created while no driver
+// was free (searching), and driver d1 free since.
+func newSearchingThenD1Free(t *testing.T) (*rig, Booking) {
+	t.Helper()
+	r := newRig(t)
+	b, _ := r.svc.Create(context.Background(), req("k"))
+	r.fleet.mu.Lock()
+	r.fleet.free = []string{"d1"}
+	r.fleet.drivers["d1"] = driver.Driver{ID: "d1", Status: driver.StatusAvailable}
+	r.fleet.mu.Unlock()
+	return r, b
+}
+
 // A driver declines while the allocation's booking update is in flight;
 // a worker then allocates the booking again, and reserves the same driver
 // (the nearest still). The first allocation's update conflicts, and the
@@ -953,12 +966,7 @@ func TestADeclineBeforeTheBookingNamesItsDriverStopsTheAllocationNamingIt(t *tes
 // by a reviewer reading the code.
 func TestALateReleaseOfAnAllocationNeverFreesItsBookingsNextReservation(t *testing.T) {
 	ctx := context.Background()
-	r := newRig(t)
-	b, _ := r.svc.Create(ctx, req("k")) // no driver free: searching
-	r.fleet.mu.Lock()
-	r.fleet.free = []string{"d1"}
-	r.fleet.drivers["d1"] = driver.Driver{ID: "d1", Status: driver.StatusAvailable}
-	r.fleet.mu.Unlock()
+	r, b := newSearchingThenD1Free(t)
 	inFlight := true
 	r.store.beforeUpdate = func(_, next Booking) {
 		if !inFlight || next.Status != Allocated {
@@ -1015,12 +1023,7 @@ func (h *heldDecline) Apply(ctx context.Context, id string, tr driver.Transition
 // found it.
 func TestADriversLateDeclineNeverFreesItsBookingsNextReservation(t *testing.T) {
 	ctx := context.Background()
-	r := newRig(t)
-	b, _ := r.svc.Create(ctx, req("k")) // no driver free: searching
-	r.fleet.mu.Lock()
-	r.fleet.free = []string{"d1"}
-	r.fleet.drivers["d1"] = driver.Driver{ID: "d1", Status: driver.StatusAvailable}
-	r.fleet.mu.Unlock()
+	r, b := newSearchingThenD1Free(t)
 	held := &heldDecline{fakeFleet: r.fleet, entered: make(chan struct{}), proceed: make(chan struct{})}
 	r.svc.driver = held
 	inFlight := true
