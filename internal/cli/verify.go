@@ -26,9 +26,11 @@ final state is read from the primaries, and the history is checked: each
 booking's lifecycle and each driver's reservation register with porcupine
 (linearizability), and audits — every booking answered 201 still exists,
 no driver held by two open bookings, no reservation without its booking
-past its end plus the slack (at the end, and in every driver read while Redis
-could be written), no booking open past its deadline plus the
-slack, the same Spampede rules on every instance, no 500, and every
+past its end plus the slack (at the end, and in every driver read once
+Redis could be written for the slack), no booking open past its deadline
+plus the slack (at the end, and in every booking read the same way), no
+deadline that moves once a create was answered and no reservation longer
+than its TTL, the same Spampede rules on every instance, no 500, and every
 booking created, by the time its instance recorded, while a request that
 could create it ran (within 0.5 s: instances keep the cluster's time).
 

@@ -44,6 +44,7 @@ func Audits() []Audit {
 		{Code: CodeGhostBooking, Skip: noFinal, Run: GhostBookings},
 		{Code: CodeInternalError, Run: InternalErrors},
 		{Code: CodeClockOff, Skip: clockUnjudged, Run: ClockOff},
+		{Code: CodeTimeOutOfBounds, Skip: timesUnjudged, Run: TimesOutOfBounds},
 		{Code: CodeRightsMissing, Skip: rightsUnjudged, Run: RightsMissing},
 	}
 }
@@ -183,17 +184,70 @@ func OrphanReservations(h History) []Violation {
 // more than the slack after its deadline, or still allocated more than
 // the slack after both its deadline and its reservation's end (a driver
 // reserved just before the deadline may answer until the reservation
-// ends). A booking with no deadline recorded counts as past it.
+// ends). A booking with no deadline recorded counts as past it. Nor was
+// one read so during the run (booking reads are the primary's, confirmed)
+// once the slack had passed in one stretch without a fault that may stop
+// writes: before, only the final state was judged, and a booking stuck
+// for a minute that ended before the run did passed (a reviewer found
+// it). One violation a booking.
 func StuckBookings(h History) []Violation {
+	out := stuckInFinal(h)
+	judged := map[string]bool{}
+	for _, v := range out {
+		judged[v.Bookings[0]] = true
+	}
+	windows := faultWindows(h)
+	for _, op := range h.Ops {
+		b := op.Seen
+		if op.Outcome != OK || op.BookingID == "" || judged[op.BookingID] || b.Deadline == 0 ||
+			(op.Kind != ReadBooking && op.Kind != CreateBooking && op.Kind != CancelBooking) {
+			continue
+		}
+		due, open := dueBy(b)
+		if !open {
+			continue
+		}
+		calm, ok := writableFor(windows, h.sinceStart(due), op.Invoke, h.Slack.Nanoseconds())
+		if !ok {
+			continue
+		}
+		judged[op.BookingID] = true
+		out = append(out, Violation{Code: CodeBookingStuck, Bookings: []string{op.BookingID}, Drivers: nonEmpty(b.DriverID), Ops: []int{op.ID},
+			Message: fmt.Sprintf("booking %s was read %s at version %d at %s (op #%d), %s past %s, slack %s, with no fault stopping writes from %s to %s",
+				op.BookingID, b.Status, b.Version, runTime(op.Invoke), op.ID, time.Duration(op.Invoke-h.sinceStart(due)).Round(time.Millisecond),
+				dueWhat(b, due), h.Slack, runTime(calm[0]), runTime(calm[1]))})
+	}
+	return out
+}
+
+// dueBy is when booking b must have moved on by, less the slack: its
+// deadline when searching, and its reservation's end too when allocated
+// (a driver reserved just before the deadline may answer until then);
+// open false when b is in neither state.
+func dueBy(b State) (due int64, open bool) {
+	switch b.Status {
+	case string(booking.Searching):
+		return b.Deadline, true
+	case string(booking.Allocated):
+		return max(b.Deadline, b.ReservedUntil), true
+	}
+	return 0, false
+}
+
+func dueWhat(b State, due int64) string {
+	if due != b.Deadline {
+		return "its reservation's end (after its deadline)"
+	}
+	return "its deadline"
+}
+
+// stuckInFinal is StuckBookings' judgement of the final state.
+func stuckInFinal(h History) []Violation {
 	var out []Violation
 	for _, id := range sortedKeys(h.Final.Bookings) {
 		b := h.Final.Bookings[id]
-		due := b.Deadline
-		switch b.Status {
-		case string(booking.Searching):
-		case string(booking.Allocated):
-			due = max(due, b.ReservedUntil)
-		default:
+		due, open := dueBy(b)
+		if !open {
 			continue
 		}
 		if b.Deadline != 0 && !time.UnixMilli(due).Add(h.Slack).Before(h.Final.At) {
@@ -201,11 +255,7 @@ func StuckBookings(h History) []Violation {
 		}
 		late := "no deadline recorded"
 		if b.Deadline != 0 {
-			what := "its deadline"
-			if due != b.Deadline {
-				what = "its reservation's end (after its deadline)"
-			}
-			late = fmt.Sprintf("%s past %s, slack %s", h.Final.At.Sub(time.UnixMilli(due)).Round(time.Millisecond), what, h.Slack)
+			late = fmt.Sprintf("%s past %s, slack %s", h.Final.At.Sub(time.UnixMilli(due)).Round(time.Millisecond), dueWhat(b, due), h.Slack)
 		}
 		out = append(out, Violation{Code: CodeBookingStuck, Bookings: []string{id}, Drivers: nonEmpty(b.DriverID),
 			Message: fmt.Sprintf("booking %s is still %s at version %d in the final state, %s", id, b.Status, b.Version, late)})

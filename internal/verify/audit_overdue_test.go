@@ -6,9 +6,10 @@ import (
 )
 
 // A reservation seen alive, not accepted, past its end by more than the
-// slack and the read's lag is overdue, unless a fault that may stop writes
-// lasted from its end to the read. history() has a 2 s slack; the lag here
-// is 1 s, so a read invoked more than 3 s after the end is overdue.
+// slack and the read's lag is overdue, unless no stretch of the slack
+// between its end and the read was free of faults that may stop writes.
+// history() has a 2 s slack; the lag here is 1 s, so a read invoked more
+// than 3 s after the end, with no such fault, is overdue.
 func TestOverdueReservationsSeeASweepThatFreesDriversLate(t *testing.T) {
 	reserved := until(drv("reserved", "b1", false, 2), 10)
 	window := func(kind string, from, to float64) []FaultEvent {
@@ -25,8 +26,13 @@ func TestOverdueReservationsSeeASweepThatFreesDriversLate(t *testing.T) {
 		{"accepted: it never expires", readDriver("d1", 20, 20.1, until(drv("reserved", "b1", true, 3), 10)), nil, 0},
 		{"no end recorded", readDriver("d1", 20, 20.1, drv("reserved", "b1", false, 2)), nil, 0},
 		{"available", readDriver("d1", 20, 20.1, drv("available", "", false, 3)), nil, 0},
-		{"a primary hung meanwhile: its shard could not be written", readDriver("d1", 20, 20.1, reserved), window("primary-hang", 12, 15), 0},
-		{"an instance killed with a failover meanwhile", readDriver("d1", 20, 20.1, reserved), window("instance-kill+primary-crash", 5, 11), 0},
+		{"a primary hung meanwhile: its shard could not be written", readDriver("d1", 20, 20.1, reserved), window("primary-hang", 12, 18), 0},
+		{"a primary hung meanwhile, healed more than the slack before the read", readDriver("d1", 20, 20.1, reserved), window("primary-hang", 12, 15), 1},
+		{"a short hang just after the end, the read long after", readDriver("d1", 60, 60.1, reserved), window("primary-hang", 10.5, 11), 1},
+		{"two faults, the calm between them shorter than the slack", readDriver("d1", 20, 20.1, reserved),
+			append(window("primary-hang", 10, 12), window("primary-crash", 13.5, 18)...), 0},
+		{"an instance killed with a failover meanwhile", readDriver("d1", 20, 20.1, reserved), window("instance-kill+primary-crash", 5, 18), 0},
+		{"an instance killed with a failover, healed long before the read", readDriver("d1", 20, 20.1, reserved), window("instance-kill+primary-crash", 5, 11), 1},
 		{"a replica crashed meanwhile: writes went on", readDriver("d1", 20, 20.1, reserved), window("replica-crash", 12, 15), 1},
 		{"an instance killed meanwhile: another sweeps", readDriver("d1", 20, 20.1, reserved), window("instance-kill", 12, 15), 1},
 		{"a fault that ended before the reservation did", readDriver("d1", 20, 20.1, reserved), window("primary-hang", 2, 8), 1},

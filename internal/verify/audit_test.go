@@ -75,6 +75,28 @@ func TestStuckBookings(t *testing.T) {
 		{"searching past its deadline and the slack", final(due(bk("searching", "", 3), 10)), 1},
 		{"allocated past its deadline and its reservation's end", final(until(due(bk("allocated", "d1", 2), 10), 12)), 1},
 	})
+	// During the run (booking reads are confirmed on the primary): history()
+	// has a 2 s slack, so a read more than 2 s past the deadline, with no
+	// fault that may stop writes in that stretch, is stuck, whatever the
+	// final state.
+	read := func(at float64, b State, faults ...FaultEvent) History {
+		h := withFinal(history(readBooking("b1", at, at+0.1, b)), 60, map[string]State{"b1": due(bk("unallocated", "", 5), 10)}, nil)
+		h.Faults = faults
+		return h
+	}
+	hang := func(from, to float64) []FaultEvent {
+		return []FaultEvent{{Kind: "primary-hang", Fault: "primary-hang x", Action: "inject", At: sec(from)}, {Kind: "primary-hang", Fault: "primary-hang x", Action: "heal", At: sec(to)}}
+	}
+	runAudit(t, StuckBookings, CodeBookingStuck, []auditCase{
+		{"read searching within the slack of its deadline", read(11.9, due(bk("searching", "", 3), 10)), 0},
+		{"read searching long past it, unallocated by the end", read(50, due(bk("searching", "", 3), 10)), 1},
+		{"read allocated past its deadline, its reservation still running", read(20, until(due(bk("allocated", "d1", 2), 10), 19)), 0},
+		{"read allocated past both", read(20, until(due(bk("allocated", "d1", 2), 10), 12)), 1},
+		{"read searching while a primary hung since the deadline", read(20, due(bk("searching", "", 3), 10), hang(9, 19)...), 0},
+		{"read searching long after a hang healed", read(50, due(bk("searching", "", 3), 10), hang(9, 19)...), 1},
+		{"one violation a booking, the final state's first", withFinal(history(readBooking("b1", 50, 50.1, due(bk("searching", "", 3), 10))), 60,
+			map[string]State{"b1": due(bk("searching", "", 3), 10)}, nil), 1},
+	})
 }
 
 func TestRulesDiffer(t *testing.T) {

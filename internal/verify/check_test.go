@@ -22,7 +22,7 @@ func fineRun() History {
 		createUnknown("b2", 3, 6), // never applied
 		cancelUnknown("b1", 3, 6), // refused by the final status, if it ran at all
 	)
-	h.AllocationTimeout = 10 * time.Second
+	h.AllocationTimeout, h.ReservationTTL = 10*time.Second, 3*time.Second
 	h.Faults = []FaultEvent{{Fault: "primary-crash", Action: "inject", At: sec(2)}, {Fault: "primary-crash", Action: "heal", At: sec(5)}}
 	h = withFinal(h, 30, map[string]State{"b1": bk("accepted", "d1", 3)},
 		map[string]State{"d1": until(drv("reserved", "b1", true, 3), 4)})
@@ -43,7 +43,7 @@ func TestCheckPassesAFineRun(t *testing.T) {
 			t.Errorf("check %s: %s (%s), want pass", c.Name, c.Verdict, c.Detail)
 		}
 	}
-	want := "booking_lifecycle driver_register created_lost driver_held_twice orphan_reservation reservation_overdue booking_stuck rules_differ ghost_booking internal_error clock_off rights_missing"
+	want := "booking_lifecycle driver_register created_lost driver_held_twice orphan_reservation reservation_overdue booking_stuck rules_differ ghost_booking internal_error clock_off time_out_of_bounds rights_missing"
 	if got := strings.Join(names, " "); got != want {
 		t.Errorf("checks %s, want %s", got, want)
 	}
