@@ -65,6 +65,11 @@ var (
 	// ErrConflict: the booking changed since it was read (Store.Update's
 	// compare-and-set failed): the write did not happen.
 	ErrConflict = errors.New("booking changed concurrently")
+	// ErrChanging: the booking was changing while a driver's answer was
+	// recorded (its allocation still being written, or other updates one
+	// after another): what the answer wrote on the driver may stand. Read
+	// back, or send it again.
+	ErrChanging = errors.New("the booking was changing while the request ran")
 	// ErrUnconfirmed: the store applied a write but could not confirm that
 	// a replica holds it, so a failover could still undo it.
 	ErrUnconfirmed = errors.New("booking write not confirmed by a replica")

@@ -1059,6 +1059,82 @@ func TestADriversLateDeclineNeverFreesItsBookingsNextReservation(t *testing.T) {
 	}
 }
 
+// A driver that accepted its booking cannot decline it: the booking
+// holds the driver (until the trip, or a cancel). Before, the decline was
+// answered 200 and freed the driver while the booking, accepted, still
+// named it, and a second booking took it (G2; a reviewer found it).
+func TestADriverCannotDeclineABookingItAccepted(t *testing.T) {
+	ctx := context.Background()
+	r := newRig(t, "d1")
+	b, _ := r.svc.Create(ctx, req("k"))
+	if _, err := r.svc.Respond(ctx, "d1", b.ID, true); err != nil {
+		t.Fatalf("accept: %v", err)
+	}
+	if _, err := r.svc.Respond(ctx, "d1", b.ID, false); !errors.Is(err, ErrIllegal) {
+		t.Errorf("a decline after the accept = %v, want ErrIllegal", err)
+	}
+	if got, _ := r.store.Get(ctx, b.ID); got.Status != Accepted || got.DriverID != "d1" {
+		t.Errorf("booking %s with %q, want accepted with d1", got.Status, got.DriverID)
+	}
+	if d := r.fleet.status("d1"); d.Status != driver.StatusReserved || !d.Accepted || d.BookingID != b.ID {
+		other, err := r.svc.Create(ctx, req("k2"))
+		t.Fatalf("d1 is %s (accepted %v, for %q) while its accepted booking names it; a second booking then got %q (%s, %v)",
+			d.Status, d.Accepted, d.BookingID, other.DriverID, other.Status, err)
+	}
+}
+
+// An accept that reaches a booking whose allocation is still being
+// recorded (the driver reserved, the booking's update naming it in
+// flight) is recorded on the driver and answered ErrChanging (503: it may
+// stand), not ErrIllegal (409: nothing done): the update lands, and the
+// accept sent again is answered done. Before, it was 409 though the
+// driver's record took it and the workers settled the booking as accepted
+// (a reviewer found it).
+func TestAnAcceptWhileItsAllocationIsRecordedMayStand(t *testing.T) {
+	ctx := context.Background()
+	r := newRig(t)
+	b, _ := r.svc.Create(ctx, req("k")) // no driver free: searching, version 1
+	until := r.clk.now().Add(15 * time.Second)
+	r.fleet.mu.Lock()
+	r.fleet.drivers["d1"] = driver.Driver{ID: "d1", Status: driver.StatusReserved, BookingID: b.ID, ReservedUntil: until, Version: 2}
+	r.fleet.mu.Unlock()
+	if _, err := r.svc.Respond(ctx, "d1", b.ID, true); !errors.Is(err, ErrChanging) {
+		t.Fatalf("the accept = %v, want ErrChanging", err)
+	}
+	if d := r.fleet.status("d1"); !d.Accepted {
+		t.Fatalf("d1 = %+v, want its accept recorded", d)
+	}
+	named, _ := transition(b, Allocated, r.clk.now())
+	named.DriverID, named.ReservedUntil = "d1", until
+	if err := r.store.Update(ctx, b, named); err != nil { // the allocation's update lands
+		t.Fatal(err)
+	}
+	if _, err := r.svc.Respond(ctx, "d1", b.ID, true); err != nil {
+		t.Fatalf("the accept sent again = %v, want done", err)
+	}
+	if got, _ := r.store.Get(ctx, b.ID); got.Status != Accepted || got.DriverID != "d1" {
+		t.Errorf("booking %s with %q, want accepted with d1", got.Status, got.DriverID)
+	}
+}
+
+// A booking that keeps changing under a driver's answer is ErrChanging
+// (503: the driver's part may stand), not a bare conflict (answered 500).
+func TestAnAnswerWhoseBookingKeepsChangingMayStand(t *testing.T) {
+	ctx := context.Background()
+	r := newRig(t, "d1")
+	b, _ := r.svc.Create(ctx, req("k"))
+	r.store.beforeUpdate = func(old, _ Booking) {
+		r.store.mu.Lock()
+		cur := r.store.bks[old.ID]
+		cur.Version++ // another update lands first, every time
+		r.store.bks[old.ID] = cur
+		r.store.mu.Unlock()
+	}
+	if _, err := r.svc.Respond(ctx, "d1", b.ID, true); !errors.Is(err, ErrChanging) {
+		t.Errorf("the accept = %v, want ErrChanging", err)
+	}
+}
+
 // An accept is written before the reservation ends or never, as an
 // allocation's update is: decided before the end (checked against the
 // deciding instance's clock) and written after it (the instance held up

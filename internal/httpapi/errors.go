@@ -190,6 +190,9 @@ func classify(err error) problem {
 	// client can read the booking for that, so the message is fixed.
 	case errors.Is(err, booking.ErrIllegal):
 		p = problem{status: http.StatusConflict, code: CodeIllegalTransition, message: "the booking's status does not allow this change"}
+	case errors.Is(err, booking.ErrChanging):
+		p = problem{status: http.StatusServiceUnavailable, code: CodeUnavailable,
+			message: "the booking was changing while this request ran (its allocation still being recorded, or other updates): what the request changed on the driver may stand; read the booking and the driver back, or send the request again"}
 	case errors.Is(err, booking.ErrNotFound):
 		p = problem{status: http.StatusNotFound, code: CodeNotFound, message: "booking not found"}
 	case errors.Is(err, redisstore.ErrNotFound):
