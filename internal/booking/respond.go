@@ -61,7 +61,7 @@ func (s *Service) Respond(ctx context.Context, driverID, bookingID string, accep
 	if _, err := driver.Apply(d, tr, now); err != nil {
 		return d, err
 	}
-	if err := s.follow(ctx, bookingID, driverID, Searching); err != nil && (!errors.Is(err, ErrIllegal) || errors.Is(err, errHeldAccepted)) {
+	if err := s.follow(ctx, bookingID, driverID, Searching); err != nil && !errors.Is(err, ErrIllegal) {
 		return d, err
 	}
 	next, err := s.driver.Apply(ctx, driverID, tr, now)
@@ -70,11 +70,6 @@ func (s *Service) Respond(ctx context.Context, driverID, bookingID string, accep
 	}
 	return next, err
 }
-
-// errHeldAccepted: a decline of a booking its driver accepted, which holds
-// the driver (until the trip, or a cancel): freeing the driver would leave
-// the booking naming a driver a second booking can take.
-var errHeldAccepted = errors.New("the booking was accepted by this driver and holds it")
 
 // beforeLapse bounds an accept of the driver's reservation for bookingID
 // by the reservation's end, as an allocation's update is (the store's
@@ -103,9 +98,8 @@ func acceptedAlready(d driver.Driver, bookingID string) bool {
 
 // follow moves booking id, allocated to driverID, to `to` (accepted or
 // searching), re-reading it if it changes meanwhile. A booking already
-// there is left as it is; one not allocated to the driver is ErrIllegal
-// (with errHeldAccepted when it is accepted with the driver and `to` is
-// searching). A booking still searching when the driver accepted it is
+// there is left as it is; one not allocated to the driver is ErrIllegal.
+// A booking still searching when the driver accepted it is
 // ErrChanging: the allocation's update naming the driver may be in flight,
 // and the accept, recorded on the driver, then stands.
 func (s *Service) follow(ctx context.Context, id, driverID string, to Status) error {
@@ -116,9 +110,6 @@ func (s *Service) follow(ctx context.Context, id, driverID string, to Status) er
 		}
 		if b.Status == to && to == Accepted && b.DriverID == driverID {
 			return nil
-		}
-		if b.Status == Accepted && to == Searching && b.DriverID == driverID {
-			return fmt.Errorf("%w: %w: booking %s", ErrIllegal, errHeldAccepted, b.ID)
 		}
 		if b.Status == Searching && to == Accepted {
 			return fmt.Errorf("%w: booking %s does not name driver %s yet", ErrChanging, b.ID, driverID)

@@ -192,7 +192,7 @@ func classify(err error) problem {
 		p = problem{status: http.StatusConflict, code: CodeIllegalTransition, message: "the booking's status does not allow this change"}
 	case errors.Is(err, booking.ErrChanging):
 		p = problem{status: http.StatusServiceUnavailable, code: CodeUnavailable,
-			message: "the booking was changing while this request ran (its allocation still being recorded, or other updates): what the request changed on the driver may stand; read the booking and the driver back, or send the request again"}
+			message: "the booking was changing while this request ran (its allocation still being recorded, or other updates), and the request may or may not have changed the driver: read the booking and the driver back, or send the request again"}
 	case errors.Is(err, booking.ErrNotFound):
 		p = problem{status: http.StatusNotFound, code: CodeNotFound, message: "booking not found"}
 	case errors.Is(err, redisstore.ErrNotFound):

@@ -481,7 +481,7 @@ func TestBookingErrorMapping(t *testing.T) {
 		{"illegal", fmt.Errorf("%w: accepted → cancelled", booking.ErrIllegal), 409, httpapi.CodeIllegalTransition,
 			"the booking's status does not allow this change", "", 0, false, "→"},
 		{"changing under a driver's answer", fmt.Errorf("%w: booking bk-1 does not name driver d-1 yet", booking.ErrChanging), 503, httpapi.CodeUnavailable,
-			"the booking was changing while this request ran (its allocation still being recorded, or other updates): what the request changed on the driver may stand; read the booking and the driver back, or send the request again", "1", 0, false, "bk-1"},
+			"the booking was changing while this request ran (its allocation still being recorded, or other updates), and the request may or may not have changed the driver: read the booking and the driver back, or send the request again", "1", 0, false, "bk-1"},
 		{"high demand", &booking.HighDemandError{RetryAfter: 10 * time.Second, Cell: "car:w21z7"}, 429, httpapi.CodeHighDemand,
 			"high demand near the pickup: no drivers can be found right now; retry in 10s", "10", 10, false, "w21z7"},
 		{"high demand, wrapped, a fraction of a second", fmt.Errorf("admit: %w", &booking.HighDemandError{RetryAfter: 100 * time.Millisecond}),
