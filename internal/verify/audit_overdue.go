@@ -13,11 +13,12 @@ import (
 // past its reservation's end, while Redis could be written.
 const CodeReservationOverdue = "reservation_overdue"
 
-// writableFaults never stop Apollo from writing a shard: replicas failing
-// (the shard's other replica acknowledges, and the write proof waits for a
-// failing one at most once in a while: redisroute's holdLaggard), an
-// instance failing (another sweeps, within the slack).
-var writableFaults = append([]string{"replica-crash", "replica-hang", "replica-slow", "replica-resync", "replica-lossy"}, instanceFaults...)
+// replicaFaults never stop Apollo from writing a shard: the shard's other
+// replica acknowledges, and the write proof waits for a failing one at
+// most once in a while (redisroute's holdLaggard). An instance's faults do
+// not either when there is another instance (it takes the work over,
+// within the slack); with one instance they stop all of it.
+var replicaFaults = []string{"replica-crash", "replica-hang", "replica-slow", "replica-resync", "replica-lossy"}
 
 // OverdueReservations (G5, over the run, not only at its end): no driver
 // read showed a reservation that was not accepted still alive more than
@@ -40,7 +41,7 @@ func OverdueReservations(h History) []Violation {
 			continue
 		}
 		end, seen := h.sinceStart(s.ReservedUntil), op.Invoke-h.readLag.Nanoseconds()
-		calm, ok := writableFor(windows, end, seen, h.Slack.Nanoseconds())
+		calm, ok := writableFor(windows, end, seen, h.Slack.Nanoseconds(), h.instances() < 2)
 		if !ok {
 			continue
 		}
@@ -62,11 +63,12 @@ func overdueUnjudged(h History) string {
 }
 
 // writableFor returns a stretch within [from, to] longer than need with
-// no fault that may stop writes to a shard, if there is one: the first.
-func writableFor(windows []faultWindow, from, to, need int64) (calm [2]int64, ok bool) {
+// no fault that may stop writes to a shard (or, alone: the one instance's
+// work), if there is one: the first.
+func writableFor(windows []faultWindow, from, to, need int64, alone bool) (calm [2]int64, ok bool) {
 	var stops [][2]int64
 	for _, w := range windows {
-		if w.to >= from && w.from <= to && stopsWrites(w) {
+		if w.to >= from && w.from <= to && stopsWrites(w, alone) {
 			stops = append(stops, [2]int64{w.from, w.to})
 		}
 	}
@@ -81,10 +83,11 @@ func writableFor(windows []faultWindow, from, to, need int64) (calm [2]int64, ok
 	return calm, false
 }
 
-// stopsWrites reports a fault that may stop writes to a shard.
-func stopsWrites(w faultWindow) bool {
+// stopsWrites reports a fault that may stop writes to a shard, or, alone,
+// the one instance's work.
+func stopsWrites(w faultWindow, alone bool) bool {
 	for _, kind := range faultParts(w.kind) {
-		if !slices.Contains(writableFaults, kind) {
+		if !slices.Contains(replicaFaults, kind) && (alone || !slices.Contains(instanceFaults, kind)) {
 			return true
 		}
 	}

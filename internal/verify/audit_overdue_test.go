@@ -9,7 +9,8 @@ import (
 // slack and the read's lag is overdue, unless no stretch of the slack
 // between its end and the read was free of faults that may stop writes.
 // history() has a 2 s slack; the lag here is 1 s, so a read invoked more
-// than 3 s after the end, with no such fault, is overdue.
+// than 3 s after the end, with no such fault, is overdue. The run has one
+// instance: its own faults stop the sweep (TestAnotherInstanceSweepsWhileOneIsDown).
 func TestOverdueReservationsSeeASweepThatFreesDriversLate(t *testing.T) {
 	reserved := until(drv("reserved", "b1", false, 2), 10)
 	window := func(kind string, from, to float64) []FaultEvent {
@@ -34,15 +35,27 @@ func TestOverdueReservationsSeeASweepThatFreesDriversLate(t *testing.T) {
 		{"an instance killed with a failover meanwhile", readDriver("d1", 20, 20.1, reserved), window("instance-kill+primary-crash", 5, 18), 0},
 		{"an instance killed with a failover, healed long before the read", readDriver("d1", 20, 20.1, reserved), window("instance-kill+primary-crash", 5, 11), 1},
 		{"a replica crashed meanwhile: writes went on", readDriver("d1", 20, 20.1, reserved), window("replica-crash", 12, 15), 1},
-		{"an instance killed meanwhile: another sweeps", readDriver("d1", 20, 20.1, reserved), window("instance-kill", 12, 15), 1},
+		{"an instance killed meanwhile, healed more than the slack before the read", readDriver("d1", 20, 20.1, reserved), window("instance-kill", 12, 15), 1},
 		{"a fault that ended before the reservation did", readDriver("d1", 20, 20.1, reserved), window("primary-hang", 2, 8), 1},
+		{"one instance, killed from the end to just before the read", readDriver("d1", 20, 20.1, reserved), window("instance-kill", 10.5, 18.5), 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := history(tc.read)
-			h.Faults, h.readLag = tc.faults, time.Second
+			h.Faults, h.readLag, h.Instances = tc.faults, time.Second, 1
 			if got := OverdueReservations(h); len(got) != tc.want {
 				t.Errorf("got %d violations %+v, want %d", len(got), got, tc.want)
 			}
 		})
+	}
+}
+
+// With another instance, one instance's fault stops no sweep: the other
+// takes its partitions over within the slack.
+func TestAnotherInstanceSweepsWhileOneIsDown(t *testing.T) {
+	h := history(readDriver("d1", 20, 20.1, until(drv("reserved", "b1", false, 2), 10)))
+	h.Faults = []FaultEvent{{Kind: "instance-kill", Fault: "instance-kill x", Action: "inject", At: sec(10.5)}, {Kind: "instance-kill", Fault: "instance-kill x", Action: "heal", At: sec(18.5)}}
+	h.readLag, h.Instances = time.Second, 2
+	if got := OverdueReservations(h); len(got) != 1 {
+		t.Errorf("got %d violations %+v, want 1", len(got), got)
 	}
 }

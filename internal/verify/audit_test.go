@@ -97,6 +97,24 @@ func TestStuckBookings(t *testing.T) {
 		{"one violation a booking, the final state's first", withFinal(history(readBooking("b1", 50, 50.1, due(bk("searching", "", 3), 10))), 60,
 			map[string]State{"b1": due(bk("searching", "", 3), 10)}, nil), 1},
 	})
+	with := func(h History, f func(*History)) History { f(&h); return h }
+	kill := func(from, to float64) []FaultEvent {
+		return []FaultEvent{{Kind: "instance-kill", Fault: "instance-kill x", Action: "inject", At: sec(from)}, {Kind: "instance-kill", Fault: "instance-kill x", Action: "heal", At: sec(to)}}
+	}
+	runAudit(t, StuckBookings, CodeBookingStuck, []auditCase{
+		// A reservation made just before the deadline runs its TTL (3 s)
+		// past it; searching again after, the booking is given up next.
+		{"read searching within the TTL and the slack of its deadline",
+			with(read(14.5, due(bk("searching", "", 5), 10)), func(h *History) { h.ReservationTTL = 3 * time.Second }), 0},
+		{"read searching past the TTL and the slack",
+			with(read(15.5, due(bk("searching", "", 5), 10)), func(h *History) { h.ReservationTTL = 3 * time.Second }), 1},
+		// One instance: its own fault stops the work; two: the other takes it.
+		{"one instance, killed since the deadline", with(read(20, due(bk("searching", "", 3), 10), kill(10.5, 19)...), func(h *History) { h.Instances = 1 }), 0},
+		{"two instances, one killed since the deadline", with(read(20, due(bk("searching", "", 3), 10), kill(10.5, 19)...), func(h *History) { h.Instances = 2 }), 1},
+		// The host's clock stepped: deadlines are off the run's timeline,
+		// and only the final state (read in the same clock) is judged.
+		{"a clock step", with(read(50, due(bk("searching", "", 3), 10)), func(h *History) { h.HostClockStep = time.Second }), 0},
+	})
 }
 
 func TestRulesDiffer(t *testing.T) {

@@ -122,6 +122,9 @@ type History struct {
 	ReservationTTL    time.Duration `json:"reservation_ttl_ns"`
 	AllocationTimeout time.Duration `json:"allocation_timeout_ns"`
 	Slack             time.Duration `json:"slack_ns"`
+	// Instances is how many apollo serve processes shared the work: with
+	// one, an instance's fault stops all of it.
+	Instances int `json:"instances,omitempty"`
 	// ServeFlags are the flags the run added to every instance's serve
 	// (--serve-flag): what was checked, when not the defaults.
 	ServeFlags []string `json:"serve_flags,omitempty"`

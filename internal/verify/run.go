@@ -239,7 +239,7 @@ func Run(ctx context.Context, cfg Config) (h History, err error) {
 	}
 
 	h.Start = time.Now()
-	h.ReservationTTL, h.AllocationTimeout, h.Slack = cfg.ReservationTTL, cfg.AllocationTimeout, cfg.Slack()
+	h.ReservationTTL, h.AllocationTimeout, h.Slack, h.Instances = cfg.ReservationTTL, cfg.AllocationTimeout, cfg.Slack(), cfg.Instances
 	h.ServeFlags = cfg.ServeFlags
 	rec := newRecorder(h.Start, clientTimeout, deadlines)
 	w := &workload{rec: rec, instances: instances, drivers: cfg.Drivers, riders: cfg.Riders, seed: cfg.Seed,
