@@ -35,8 +35,9 @@ type Drivers interface {
 	// reservation lapsed, decline otherwise. A driver that no longer holds
 	// that reservation is released already (nil): the booking may have
 	// reserved it again since, and only that later reservation's own
-	// release may end it. One that accepted it, or started its trip, is
-	// not released: ErrDriverAccepted.
+	// release may end it. An expiry of a reservation the driver accepted,
+	// or any release of a driver on its trip, is refused:
+	// ErrDriverAccepted (a decline does free a driver that accepted).
 	Release(ctx context.Context, driverID, bookingID string, until time.Time, expired bool, now time.Time) error
 	Get(ctx context.Context, id string) (driver.Driver, error)
 	Apply(ctx context.Context, id string, tr driver.Transition, now time.Time) (driver.Driver, error)

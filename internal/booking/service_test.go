@@ -1035,7 +1035,11 @@ func TestADriversLateDeclineNeverFreesItsBookingsNextReservation(t *testing.T) {
 		inFlight = false
 		r.clk.add(50 * time.Millisecond)
 		go func() { _, err := r.svc.Respond(ctx, "d1", b.ID, false); declined <- err }()
-		<-held.entered // the booking let go; the driver's decline is held up
+		select {
+		case <-held.entered: // the booking let go; the driver's decline is held up
+		case err := <-declined:
+			t.Fatalf("the decline returned (%v) before its driver step", err)
+		}
 	}
 	if _, err := r.svc.tryAllocate(ctx, b); !errors.Is(err, ErrConflict) {
 		t.Fatalf("the first allocation = %v, want ErrConflict (the driver declined)", err)
@@ -1151,7 +1155,7 @@ func TestAnAcceptIsRecordedBeforeItsReservationEndsOrNever(t *testing.T) {
 		bound   string        // what bounds the accept: "reservation" or "caller"
 	}{
 		{"a reservation ending before the caller's deadline", time.Minute, "reservation"},
-		{"a caller's deadline before the reservation's end", time.Second, "caller"},
+		{"a caller's deadline before the reservation's end", 5 * time.Second, "caller"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := newRig(t, "d1")

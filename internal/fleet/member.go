@@ -344,22 +344,25 @@ func (m *Member) standAside(ctx context.Context) bool {
 // judge it behind.
 const rejoinAfter = 3
 
-// handBack stops acting on every lease, hands them back and leaves the
-// fleet, so the others take the share over at their next rebalance (a
-// lease it cannot reach, when its lease time is up).
+// handBack stops acting on every lease, leaves the fleet and hands the
+// leases back, so the others take the share over at their next rebalance
+// (a lease it cannot reach, when its lease time is up). Leaving first: a
+// release to a primary that hangs can use up the round's time, and the
+// others would then wait for the heartbeat to run out before taking any
+// of the share.
 func (m *Member) handBack(ctx context.Context) {
 	m.mu.Lock()
 	leases := slices.Collect(maps.Values(m.owned))
 	m.owned = map[int]held{}
 	m.mu.Unlock()
+	if err := m.store.Leave(ctx, m.id); err != nil {
+		m.log.Warn("leave the fleet", "err", err)
+	}
 	for _, h := range leases {
 		if err := m.store.Release(ctx, h.Lease); err != nil {
 			m.log.Warn("hand a partition back", "partition", h.Partition, "err", err)
 		}
 		m.m.Changed("released")
-	}
-	if err := m.store.Leave(ctx, m.id); err != nil {
-		m.log.Warn("leave the fleet", "err", err)
 	}
 	m.m.Owned(0)
 }

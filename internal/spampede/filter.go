@@ -244,8 +244,12 @@ func (f *Filter) trip(k Key, t tripped, now time.Time) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if len(f.cells) >= f.cfg.MaxTrippedCells {
+		// Over, or tripped under a rule since edited: a cell whose key
+		// the edit changed (its cell bits, the rule removed) is never
+		// looked up again to be dropped.
+		rules := f.Rules()
 		for key, old := range f.cells {
-			if !now.Before(old.until) {
+			if !now.Before(old.until) || !rules.has(old.by) {
 				delete(f.cells, key)
 			}
 		}

@@ -286,6 +286,37 @@ func TestACellTrippedBeforeARuleEditFollowsTheEditedRule(t *testing.T) {
 	}
 }
 
+// A full cache makes room by dropping trips made under rules since
+// edited, not only those over: such a trip, whose cell the edit may have
+// renamed (its cell bits), is never looked up again to be dropped, and it
+// would keep the trips made under the rules in force out of the cache.
+func TestAFullCacheDropsTripsUnderEditedRules(t *testing.T) {
+	ctx := context.Background()
+	cfg := DefaultConfig()
+	cfg.MaxTrippedCells = 1
+	store := newMemStore()
+	f, err := New(cfg, store, testRules(func(r *Rule) { r.HoldDownSeconds = 600 }), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	record(t, f, 5, home.lat, home.lng, t0)
+	if d := f.Admit(ctx, "car", home.lat, home.lng, t0.Add(time.Second)); d.Outcome != Rejected {
+		t.Fatalf("under the first rules: %s, want rejected", d.Outcome)
+	}
+	edited := testRules(func(r *Rule) { r.HoldDownSeconds, r.CellBits = 600, 28 })
+	edited.Version = 2
+	if err := f.SetRules(edited); err != nil {
+		t.Fatal(err)
+	}
+	record(t, f, 5, home.lat, home.lng, t0.Add(2*time.Second))
+	if d := f.Admit(ctx, "car", home.lat, home.lng, t0.Add(3*time.Second)); d.Outcome != Rejected {
+		t.Fatalf("under the edited rules: %s, want rejected", d.Outcome)
+	}
+	if d := f.Admit(ctx, "car", home.lat, home.lng, t0.Add(4*time.Second)); d.Outcome != RejectedCached {
+		t.Errorf("again: %s, want rejected_cached (the trip under the edited rules cached)", d.Outcome)
+	}
+}
+
 // same compares every field of a rule: a field added to Rule and left
 // out of same would let a trip outlive an edit of it.
 func TestRuleSameSeesEveryField(t *testing.T) {
