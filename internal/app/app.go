@@ -39,6 +39,7 @@ type App struct {
 	bookings *booking.Service
 	member   *fleet.Member
 	reach    *fleet.Reach
+	reaches  *redisstore.Reaches // the instances' reach reports, read by reach and the console
 	fleet    *redisstore.Fleet
 	console  *console.Console
 	stopBg   chan struct{}
@@ -118,7 +119,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, opts ...Option) (*Ap
 	}
 	if a.console, err = console.New(console.Deps{Instance: a.member.ID(), Router: a.router, Fleet: a.fleet,
 		Spampede: a.filter, Sampler: console.NewSampler(a.reg, time.Second, 180, time.Now, log), Faults: o.faults,
-		Now: a.router.Now, Log: log.With("component", "console"), Readiness: a.readiness}); err != nil {
+		Now: a.router.Now, Log: log.With("component", "console"), Readiness: a.readiness, Reaches: a.reaches}); err != nil {
 		a.router.Close()
 		return nil, err
 	}
@@ -180,7 +181,8 @@ func (a *App) wireBookings(ctx context.Context, cfg Config, log *slog.Logger, o 
 	if a.member, err = fleet.NewMember(cfg.Fleet, id, fs, clock, fm, log.With("component", "fleet")); err != nil {
 		return err
 	}
-	a.reach = fleet.NewReach(id, redisstore.NewReaches(a.router), a.router, a.router.Now, cfg.Fleet.RenewEvery, log.With("component", "fleet"))
+	a.reaches = redisstore.NewReaches(a.router)
+	a.reach = fleet.NewReach(id, a.reaches, a.router, a.router.Now, cfg.Fleet.RenewEvery, log.With("component", "fleet"))
 	// An instance behind the others (a primary they reach and it does
 	// not) takes no requests (readiness) and does no share of the
 	// background work: the others reach all of it.

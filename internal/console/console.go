@@ -11,6 +11,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/apollo-platform/apollo/internal/fleet"
 	"github.com/apollo-platform/apollo/internal/redisroute"
 	"github.com/apollo-platform/apollo/internal/redisstore"
 	"github.com/apollo-platform/apollo/internal/spampede"
@@ -28,6 +29,13 @@ type Fleet interface {
 	Members(ctx context.Context, now time.Time) ([]string, error)
 	Announce(ctx context.Context, id string, about []byte, ttl time.Duration) error
 	Announcements(ctx context.Context, ids []string) (map[string][]byte, error)
+}
+
+// Reaches lists the instances' latest reach reports (fleet.Reach): an
+// instance that stands aside from the fleet, behind the others, is no
+// member, yet still reports its reach.
+type Reaches interface {
+	Reaches(ctx context.Context, now time.Time) ([]fleet.ReachReport, error)
 }
 
 // Spampede is the filter in force on this instance.
@@ -54,6 +62,9 @@ type Deps struct {
 	// with the rules version so that any instance's console shows which
 	// of the fleet a load balancer would take out, and why. Optional.
 	Readiness func(context.Context) error
+	// Reaches, if set, adds to the fleet's members the instances that
+	// report their reach without being members: those standing aside.
+	Reaches Reaches
 }
 
 // Console serves the page and its data.

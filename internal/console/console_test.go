@@ -17,6 +17,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/apollo-platform/apollo/internal/console"
+	"github.com/apollo-platform/apollo/internal/fleet"
 	"github.com/apollo-platform/apollo/internal/geocell"
 	"github.com/apollo-platform/apollo/internal/redisroute"
 	"github.com/apollo-platform/apollo/internal/redisstore"
@@ -52,6 +53,17 @@ func (f *fakeFleet) Announcements(_ context.Context, ids []string) (map[string][
 		if a, ok := f.announced[id]; ok {
 			out[id] = a
 		}
+	}
+	return out, nil
+}
+
+// fakeReaches is the instances reporting their reach.
+type fakeReaches []string
+
+func (f fakeReaches) Reaches(context.Context, time.Time) ([]fleet.ReachReport, error) {
+	var out []fleet.ReachReport
+	for _, id := range f {
+		out = append(out, fleet.ReachReport{ID: id})
 	}
 	return out, nil
 }
@@ -112,7 +124,7 @@ func newRig(t *testing.T, withFaults bool) *rig {
 	r.latency = lat.WithLabelValues("127.0.0.1:7001")
 	clock := func() time.Time { return r.now }
 	r.sampler = console.NewSampler(r.reg, time.Second, 10, clock, nil)
-	r.fleet = &fakeFleet{announced: map[string][]byte{"b": []byte(`{"rules_version":3,"ready":false,"not_ready":"instance c reaches the primaries of every slot this instance reaches (10923) and more (16384): this instance's path to a primary is cut"}`)}, members: []string{"a", "b", "c"},
+	r.fleet = &fakeFleet{announced: map[string][]byte{"b": []byte(`{"rules_version":3,"ready":false,"not_ready":"instance c reaches the primaries of every slot this instance reaches (10923) and more (16384): this instance's path to a primary is cut"}`)}, members: []string{"a", "c"}, // b stands aside: it reports its reach (fakeReaches)
 		view: []redisstore.PartitionView{{Partition: 0, Owner: "a", Open: 2, NextDue: r.now.Add(-10 * time.Second),
 			Created: []time.Time{r.now.Add(-2 * time.Second), r.now.Add(-40 * time.Second)}}, {Partition: 1}}}
 	cell, err := geocell.Of(1.3, 103.8, 30)
@@ -123,7 +135,7 @@ func newRig(t *testing.T, withFaults bool) *rig {
 	d := console.Deps{Instance: "a", Router: fakeRouter{redisroute.Status{Policy: "replica-preferred", SlotMapAt: r.now.Add(-3 * time.Second),
 		Nodes: []redisroute.NodeStatus{{Addr: "127.0.0.1:7001", Role: "primary", Shard: 0, Healthy: true, State: redisroute.StateHealthy, LagSeconds: -1},
 			{Addr: "127.0.0.1:7002", Role: "replica", Shard: 0, State: redisroute.StateEjected, EjectReason: "refused", LagSeconds: -1}}}},
-		Fleet: r.fleet, Spampede: sp, Sampler: r.sampler, Now: clock}
+		Fleet: r.fleet, Spampede: sp, Sampler: r.sampler, Now: clock, Reaches: fakeReaches{"a", "b", "c"}}
 	if withFaults {
 		r.faults = &fakeFaults{}
 		d.Faults = r.faults
@@ -228,7 +240,7 @@ func TestTheStateIsTheRegistrysAndTheRoutersView(t *testing.T) {
 	if len(fl) != 3 || fl[0] != (console.Member{Instance: "a", RulesVersion: 1, Self: true, Known: true}) ||
 		fl[1].Instance != "b" || fl[1].RulesVersion != 3 || !fl[1].Known || fl[1].Ready == nil || *fl[1].Ready || fl[1].NotReady != "instance c reaches the primaries of every slot this instance reaches (10923) and more (16384): this instance's path to a primary is cut" ||
 		fl[2] != (console.Member{Instance: "c"}) {
-		t.Errorf("fleet = %s; want a (this one, rules 1), b (rules 3, not ready, behind) and c (announced nothing)", mustJSON(t, fl))
+		t.Errorf("fleet = %s; want a (this one, rules 1), b (rules 3, not ready, behind: standing aside, no member, listed from its reach report) and c (announced nothing)", mustJSON(t, fl))
 	}
 	if len(st.Spampede.Tripped) != 1 || len(st.Spampede.Tripped[0].Polygon) != 4 || st.Faults != nil {
 		t.Errorf("tripped = %+v, faults %+v; want one cell with 4 corners and no fault panel", st.Spampede.Tripped, st.Faults)

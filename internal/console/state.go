@@ -349,6 +349,7 @@ func (c *Console) fleetState(ctx context.Context, now time.Time) fleetRead {
 	f := fleetRead{at: now}
 	f.view, f.viewErr = c.d.Fleet.View(ctx)
 	if f.members, f.aboutErr = c.d.Fleet.Members(ctx, now); f.aboutErr == nil {
+		f.members = c.withAside(ctx, now, f.members)
 		f.about, f.aboutErr = c.d.Fleet.Announcements(ctx, f.members)
 	}
 	c.fleet = f
@@ -364,6 +365,27 @@ func (c *Console) spampede(old, cur sample, now time.Time) SpampedeView {
 			Polygon: [][2]float64{{b.MinLat, b.MinLng}, {b.MinLat, b.MaxLng}, {b.MaxLat, b.MaxLng}, {b.MaxLat, b.MinLng}}})
 	}
 	return sv
+}
+
+// withAside is members and the instances that report their reach without
+// being members (standing aside, behind the others: the ones a load
+// balancer is taking out, which on-call most needs to see). A failed read
+// of the reports leaves the members as they are.
+func (c *Console) withAside(ctx context.Context, now time.Time, members []string) []string {
+	if c.d.Reaches == nil {
+		return members
+	}
+	reports, err := c.d.Reaches.Reaches(ctx, now)
+	if err != nil {
+		return members
+	}
+	out := slices.Clone(members)
+	for _, r := range reports {
+		if !slices.Contains(out, r.ID) {
+			out = append(out, r.ID)
+		}
+	}
+	return out
 }
 
 // members lists every member of the fleet: this one first, with the rules
