@@ -44,9 +44,10 @@ func (r reserver) Reserve(ctx context.Context, driverID, bookingID string, until
 
 // Release frees a driver reserved for a booking: expire when the driver let
 // the reservation lapse, decline otherwise (cancelled, or a lost update). A
-// driver that moved on from the booking, or whose record is gone, is
-// released already; one that accepted the booking or started its trip is
-// not released (booking.ErrDriverAccepted): the booking holds it.
+// driver that moved on from the booking (or from the reservation until
+// names), or whose record is gone, is released already; an expiry of a
+// reservation the driver accepted, or a release of a driver on its trip,
+// is refused (booking.ErrDriverAccepted): the booking holds it.
 func (r reserver) Release(ctx context.Context, driverID, bookingID string, until time.Time, expired bool, now time.Time) error {
 	ev := driver.EventDecline
 	if expired {

@@ -20,10 +20,11 @@ const casAttempts = 5
 //
 //   - accept: the driver's record first (it checks the reservation is still
 //     this booking's and has not lapsed, and is written before it lapses
-//     or never: beforeLapse), then the booking becomes accepted. If that second step fails, the driver's app may send the
-//     accept again (an accept already recorded is taken as done), and if
-//     it never does, the workers settle the booking as accepted when they
-//     find the reservation's driver has accepted (ErrDriverAccepted).
+//     or never: beforeLapse), then the booking becomes accepted. If that
+//     second step fails, the driver's app may send the accept again (an
+//     accept already recorded is taken as done), and if it never does,
+//     the workers settle the booking as accepted when they find the
+//     reservation's driver has accepted (ErrDriverAccepted).
 //   - decline: the booking lets go of the driver first (back to searching),
 //     then the driver becomes available. If the second step fails, the
 //     driver stays reserved for a booking that no longer holds it, until

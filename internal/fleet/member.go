@@ -186,11 +186,7 @@ func (m *Member) loop() {
 // after the lease time. Call it after the work on the partitions stopped.
 func (m *Member) Stop(ctx context.Context) {
 	m.halt()
-	m.mu.Lock()
-	n := len(m.owned)
-	m.mu.Unlock()
-	m.handBack(ctx)
-	m.log.Info("left the fleet", "handed_back", n)
+	m.log.Info("left the fleet", "handed_back", m.handBack(ctx))
 }
 
 // Abandon ends the renewals without handing anything back, as a crash
@@ -349,8 +345,8 @@ const rejoinAfter = 3
 // (a lease it cannot reach, when its lease time is up). Leaving first: a
 // release to a primary that hangs can use up the round's time, and the
 // others would then wait for the heartbeat to run out before taking any
-// of the share.
-func (m *Member) handBack(ctx context.Context) {
+// of the share. It returns how many leases it handed back.
+func (m *Member) handBack(ctx context.Context) int {
 	m.mu.Lock()
 	leases := slices.Collect(maps.Values(m.owned))
 	m.owned = map[int]held{}
@@ -365,6 +361,7 @@ func (m *Member) handBack(ctx context.Context) {
 		m.m.Changed("released")
 	}
 	m.m.Owned(0)
+	return len(leases)
 }
 
 // ErrLeaseLost: a partition was acted on with a lease token it no longer

@@ -66,6 +66,23 @@ func runTime(ns int64) string { return fmt.Sprintf("%.3fs", float64(ns)/1e9) }
 // finalAt is when the final state was read, in nanoseconds into the run.
 func (h History) finalAt() int64 { return h.Final.At.Sub(h.Start).Nanoseconds() }
 
+// finalReads is the final state as reads made at its time, each with the
+// ID -1: its bookings, then its drivers. None without a final state.
+func (h History) finalReads() []Op {
+	if h.Final.At.IsZero() {
+		return nil
+	}
+	at := h.finalAt()
+	var out []Op
+	for _, id := range sortedKeys(h.Final.Bookings) {
+		out = append(out, Op{ID: -1, Kind: ReadBooking, BookingID: id, Invoke: at, Return: at, Seen: h.Final.Bookings[id]})
+	}
+	for _, id := range sortedKeys(h.Final.Drivers) {
+		out = append(out, Op{ID: -1, Kind: ReadDriver, DriverID: id, Invoke: at, Return: at, Seen: h.Final.Drivers[id]})
+	}
+	return out
+}
+
 // opIDs is the IDs of ops (not the final state's stand-in, -1).
 func opIDs(ops []Op) []int {
 	var ids []int
@@ -369,10 +386,9 @@ func (h History) allocations() map[string][]*allocation {
 			add(op.BookingID, op.Seen, op)
 		}
 	}
-	if !h.Final.At.IsZero() {
-		at := h.finalAt()
-		for _, id := range sortedKeys(h.Final.Bookings) {
-			add(id, h.Final.Bookings[id], Op{ID: -1, Kind: ReadBooking, BookingID: id, Invoke: at, Return: at})
+	for _, op := range h.finalReads() {
+		if op.Kind == ReadBooking {
+			add(op.BookingID, op.Seen, op)
 		}
 	}
 	out := map[string][]*allocation{}

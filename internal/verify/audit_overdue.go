@@ -27,11 +27,12 @@ var replicaFaults = []string{"replica-crash", "replica-hang", "replica-slow", "r
 // only a sweep that cannot write excuses it: a read is judged only when,
 // between the reservation's end and the read, the slack passed in one
 // stretch with no fault that may stop writes to a shard (any but a
-// replica's or, when there is another instance, an instance's). A fault anywhere in between excused any
-// read before (a hang of half a second, healed 50 s before the read: a
-// reviewer found the audit all but vacuous under a fault schedule). The
-// final state's orphan_reservation sees only what is left at the end; a
-// sweep that frees drivers late, and then catches up, is seen here.
+// replica's or, when there is another instance, an instance's). A fault
+// anywhere in between excused any read before (a hang of half a second,
+// healed 50 s before the read: a reviewer found the audit all but vacuous
+// under a fault schedule). The final state's orphan_reservation sees only
+// what is left at the end; a sweep that frees drivers late, and then
+// catches up, is seen here.
 func OverdueReservations(h History) []Violation {
 	windows := faultWindows(h)
 	var out []Violation

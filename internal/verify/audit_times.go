@@ -17,11 +17,10 @@ const CodeTimeOutOfBounds = "time_out_of_bounds"
 // it was answered OK, shows the one that create answered: a deadline never
 // changes, and a booking reported created is never withdrawn and made
 // again (before, an unconfirmed one can be, with a new deadline). And
-// every reservation end
-// an answer shows ends within the reservation TTL of that answer, within
-// clockTolerance: whatever made it did so before the answer. (A deadline
-// set outside its creates' span is clock_off's.) One violation a booking
-// or a driver.
+// every reservation end an answer shows ends within the reservation TTL
+// of that answer, within clockTolerance: whatever made it did so before
+// the answer. (A deadline set outside its creates' span is clock_off's.)
+// One violation a booking or a driver.
 func TimesOutOfBounds(h History) []Violation {
 	var out []Violation
 	created := map[string]Op{} // each booking's first create answered OK
@@ -30,28 +29,28 @@ func TimesOutOfBounds(h History) []Violation {
 			created[op.BookingID] = op
 		}
 	}
-	reported := map[string]bool{}
+	moved, long := map[string]bool{}, map[string]bool{} // reported, by booking and by driver
 	ttl, tol := h.ReservationTTL.Nanoseconds(), clockTolerance.Nanoseconds()
 	check := func(op Op) {
 		s := op.Seen
-		if f, ok := created[op.BookingID]; ok && s.Deadline != 0 && op.Invoke >= f.Return && !reported["b:"+op.BookingID] {
+		if f, ok := created[op.BookingID]; ok && s.Deadline != 0 && op.Invoke >= f.Return && !moved[op.BookingID] {
 			if f.Seen.Deadline != s.Deadline {
-				reported["b:"+op.BookingID] = true
+				moved[op.BookingID] = true
 				out = append(out, Violation{Code: CodeTimeOutOfBounds, Bookings: []string{op.BookingID}, Ops: opIDs([]Op{f, op}),
 					Message: fmt.Sprintf("booking %s's deadline moved: %s as its create %s answered, %s as %s answered after it",
 						op.BookingID, runTime(h.sinceStart(f.Seen.Deadline)), describeOps([]Op{f}), runTime(h.sinceStart(s.Deadline)), describeOps([]Op{op}))})
 			}
 		}
-		who := "d:" + op.DriverID
+		driverID := op.DriverID
 		if op.Kind != ReadDriver && op.Kind != DriverEvent {
-			who = "d:" + s.DriverID
+			driverID = s.DriverID // a booking's answer: its driver
 		}
-		if s.ReservedUntil == 0 || reported[who] {
+		if s.ReservedUntil == 0 || long[driverID] {
 			return
 		}
 		if end := h.sinceStart(s.ReservedUntil); end > op.Return+ttl+tol {
-			reported[who] = true
-			out = append(out, Violation{Code: CodeTimeOutOfBounds, Drivers: nonEmpty(who[2:]), Bookings: nonEmpty(op.BookingID, s.BookingID), Ops: opIDs([]Op{op}),
+			long[driverID] = true
+			out = append(out, Violation{Code: CodeTimeOutOfBounds, Drivers: nonEmpty(driverID), Bookings: nonEmpty(op.BookingID, s.BookingID), Ops: opIDs([]Op{op}),
 				Message: fmt.Sprintf("%s answered at %s a reservation ending at %s, %s later: longer than the reservation TTL, %s (tolerance %s)",
 					describeOps([]Op{op}), runTime(op.Return), runTime(end), time.Duration(end-op.Return).Round(time.Millisecond), h.ReservationTTL, clockTolerance)})
 		}
@@ -61,14 +60,8 @@ func TimesOutOfBounds(h History) []Violation {
 			check(op)
 		}
 	}
-	if !h.Final.At.IsZero() {
-		at := h.finalAt()
-		for _, id := range sortedKeys(h.Final.Bookings) {
-			check(Op{ID: -1, Kind: ReadBooking, BookingID: id, Invoke: at, Return: at, Seen: h.Final.Bookings[id]})
-		}
-		for _, id := range sortedKeys(h.Final.Drivers) {
-			check(Op{ID: -1, Kind: ReadDriver, DriverID: id, Invoke: at, Return: at, Seen: h.Final.Drivers[id]})
-		}
+	for _, op := range h.finalReads() {
+		check(op)
 	}
 	return out
 }
