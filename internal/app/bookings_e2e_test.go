@@ -181,6 +181,41 @@ func TestBookingsEndToEnd(t *testing.T) {
 			t.Errorf("booking in C after B tripped: %d %+v, want allocated to c-new", code, b)
 		}
 	})
+
+	t.Run("a driver who backs out of an accepted booking sends it searching again", func(t *testing.T) {
+		now := time.Now()
+		a.Drivers().Heartbeat(context.Background(), "e-1", driver.Location{Lat: 1.2000, Lng: 103.6000}, now)
+		if _, err := a.Drivers().Apply(context.Background(), "e-1", driver.Transition{Event: driver.EventGoOnline, Services: []string{"car"}}, now); err != nil {
+			t.Fatal(err)
+		}
+		code, b, _ := postBooking(t, api, "e-back-out", 1.2001, 103.6001)
+		if code != 201 || b.DriverID != "e-1" {
+			t.Fatalf("booking in E: %d %+v, want allocated to e-1", code, b)
+		}
+		for _, ev := range []string{"accept", "decline"} {
+			resp, err := http.Post(api+"/v1/drivers/e-1/events", "application/json", bytes.NewReader([]byte(`{"type":"`+ev+`"}`)))
+			if err != nil || resp.StatusCode != 200 {
+				t.Fatalf("driver %s: %v %v", ev, err, resp)
+			}
+			resp.Body.Close()
+		}
+		// Searching again: allocated again (e-1 is the only driver near),
+		// or given up at its deadline; never accepted by a driver who left.
+		deadline := time.Now().Add(10 * time.Second)
+		got := getBooking(t, api, b.ID)
+		for got.Status != "allocated" && got.Status != "unallocated" && time.Now().Before(deadline) {
+			time.Sleep(50 * time.Millisecond)
+			got = getBooking(t, api, b.ID)
+		}
+		if got.Status != "allocated" && got.Status != "unallocated" || got.Version < b.Version+3 {
+			t.Fatalf("after its driver backed out the booking is %s with %q at version %d, want allocated again or unallocated, past version %d",
+				got.Status, got.DriverID, got.Version, b.Version+2)
+		}
+		d, err := a.Drivers().Get(context.Background(), "e-1")
+		if err != nil || d.Status != driver.StatusAvailable && (d.Status != driver.StatusReserved || d.BookingID != b.ID || d.Accepted) {
+			t.Errorf("e-1 = %+v, %v; want available, or reserved again for %s", d, err, b.ID)
+		}
+	})
 }
 
 func getBooking(t *testing.T, api, id string) bookingJSON {

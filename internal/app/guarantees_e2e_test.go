@@ -383,7 +383,7 @@ func TestAPrimaryFailoverDuringConcurrentReservationsNeverHoldsADriverTwice(t *t
 				allocated++
 				done = false
 				holds.see(sighting{booking: ids[i], driver: r.b.DriverID, allocatedAt: r.b.AllocatedAt, until: r.b.ReservedUntil, seen: r.at})
-			case !r.b.Status.Final():
+			case r.b.Status.Open():
 				done = false
 			}
 		}

@@ -20,8 +20,15 @@ const (
 	Cancelled   Status = "cancelled"   // the rider cancelled
 )
 
-// Final reports whether no further change can happen.
-func (s Status) Final() bool { return s == Accepted || s == Unallocated || s == Cancelled }
+// Open reports whether the workers still have something to do with the
+// booking: it searches, or waits for its driver's answer. Only open
+// bookings are in the open index.
+func (s Status) Open() bool { return s == Searching || s == Allocated }
+
+// Final reports whether no further change can happen. An accepted booking
+// is neither open nor final: no worker moves it on, but its driver may
+// back out (a decline after the accept), and it then searches again.
+func (s Status) Final() bool { return s == Unallocated || s == Cancelled }
 
 // Booking is one ride request.
 type Booking struct {
@@ -117,6 +124,7 @@ func transition(b Booking, to Status, now time.Time) (Booking, error) {
 	legal := map[Status][]Status{
 		Searching: {Allocated, Unallocated, Cancelled},
 		Allocated: {Accepted, Searching, Cancelled},
+		Accepted:  {Searching}, // its driver backed out
 	}
 	for _, s := range legal[b.Status] {
 		if s == to {
@@ -126,7 +134,7 @@ func transition(b Booking, to Status, now time.Time) (Booking, error) {
 				b.DriverID, b.ReservedUntil = "", time.Time{}
 			}
 			switch {
-			case to.Final():
+			case !to.Open():
 				b.DueAt = time.Time{}
 			case to == Searching:
 				b.DueAt = now

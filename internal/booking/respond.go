@@ -28,7 +28,11 @@ const casAttempts = 5
 //   - decline: the booking lets go of the driver first (back to searching),
 //     then the driver becomes available. If the second step fails, the
 //     driver stays reserved for a booking that no longer holds it, until
-//     the sweep frees it after the reservation's end.
+//     the sweep frees it after the reservation's end. A driver who accepted
+//     may still back out until its trip starts (once its reservation has
+//     lapsed the trip cannot start, so the decline is its only way out):
+//     the accepted booking then searches again, for another driver, or to
+//     be given up at once if its deadline has passed.
 func (s *Service) Respond(ctx context.Context, driverID, bookingID string, accept bool) (driver.Driver, error) {
 	d, err := s.driver.Get(ctx, driverID)
 	if err != nil {
@@ -98,8 +102,9 @@ func acceptedAlready(d driver.Driver, bookingID string) bool {
 }
 
 // follow moves booking id, allocated to driverID, to `to` (accepted or
-// searching), re-reading it if it changes meanwhile. A booking already
-// there is left as it is; one not allocated to the driver is ErrIllegal.
+// searching; an accepted one, to searching), re-reading it if it changes
+// meanwhile. A booking already there is left as it is; one that does not
+// hold the driver is ErrIllegal.
 // A booking still searching when the driver accepted it is
 // ErrChanging: the allocation's update naming the driver may be in flight,
 // and the accept, recorded on the driver, then stands.
@@ -129,7 +134,7 @@ func (s *Service) follow(ctx context.Context, id, driverID string, to Status) er
 			}
 			continue
 		}
-		if b.Status != Allocated || b.DriverID != driverID {
+		if !answerable(b, to) || b.DriverID != driverID {
 			return fmt.Errorf("%w: booking %s is %s with driver %q", ErrIllegal, b.ID, b.Status, b.DriverID)
 		}
 		next, err := transition(b, to, s.now())
@@ -141,6 +146,12 @@ func (s *Service) follow(ctx context.Context, id, driverID string, to Status) er
 		}
 	}
 	return fmt.Errorf("%w: booking %s changed %d times in a row", ErrChanging, id, casAttempts)
+}
+
+// answerable reports whether b is in a status a driver's answer moves
+// to `to`: allocated, or, for a driver backing out, accepted.
+func answerable(b Booking, to Status) bool {
+	return b.Status == Allocated || b.Status == Accepted && to == Searching
 }
 
 // StartTrip records that a driver picked up the rider of the booking it

@@ -129,7 +129,7 @@ func (m *memStore) Update(ctx context.Context, old, next Booking) error {
 	}
 	next.Version = old.Version + 1
 	m.bks[old.ID] = next
-	if next.Status.Final() {
+	if !next.Status.Open() {
 		delete(m.due, old.ID)
 	} else {
 		m.due[old.ID] = next.DueAt
@@ -284,6 +284,14 @@ func (f *fakeFleet) Apply(ctx context.Context, id string, tr driver.Transition, 
 		f.free = append(f.free, id)
 	}
 	return next, nil
+}
+
+// comesOnline makes id the only free driver, available.
+func (f *fakeFleet) comesOnline(id string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.free = []string{id}
+	f.drivers[id] = driver.Driver{ID: id, Status: driver.StatusAvailable}
 }
 
 func (f *fakeFleet) status(id string) driver.Driver {
@@ -545,10 +553,7 @@ func TestDriverResponses(t *testing.T) {
 	if d := r.fleet.status("d1"); d.Status != driver.StatusAvailable {
 		t.Fatalf("after decline the driver is %s, want available", d.Status)
 	}
-	r.fleet.mu.Lock()
-	r.fleet.free = []string{"d2"}
-	r.fleet.drivers["d2"] = driver.Driver{ID: "d2", Status: driver.StatusAvailable}
-	r.fleet.mu.Unlock()
+	r.fleet.comesOnline("d2")
 	r.svc.Start()
 	defer r.svc.Stop()
 	eventually(t, "re-allocated", func() bool { got, _ := r.svc.Get(ctx, b.ID); return got.Status == Allocated })
@@ -795,10 +800,7 @@ func TestABookingThatCannotBeAdvancedDoesNotHoldUpTheOthers(t *testing.T) {
 	r.store.mu.Lock()
 	r.store.failGet = map[string]bool{poison.ID: true}
 	r.store.mu.Unlock()
-	r.fleet.mu.Lock()
-	r.fleet.free = []string{"late"}
-	r.fleet.drivers["late"] = driver.Driver{ID: "late", Status: driver.StatusAvailable}
-	r.fleet.mu.Unlock()
+	r.fleet.comesOnline("late")
 	r.clk.add(5 * time.Second) // both are due
 	r.svc.Start()
 	defer r.svc.Stop()
@@ -950,10 +952,7 @@ func newSearchingThenD1Free(t *testing.T) (*rig, Booking) {
 	t.Helper()
 	r := newRig(t)
 	b, _ := r.svc.Create(context.Background(), req("k"))
-	r.fleet.mu.Lock()
-	r.fleet.free = []string{"d1"}
-	r.fleet.drivers["d1"] = driver.Driver{ID: "d1", Status: driver.StatusAvailable}
-	r.fleet.mu.Unlock()
+	r.fleet.comesOnline("d1")
 	return r, b
 }
 
@@ -1085,6 +1084,53 @@ func TestADriverWhoAcceptedCanStillBackOut(t *testing.T) {
 	}
 	if d := r.fleet.status("d1"); d.Status != driver.StatusAvailable {
 		t.Errorf("d1 is %s after backing out, want available", d.Status)
+	}
+}
+
+// A driver who backs out of a booking it accepted gives the booking back:
+// the booking searches again, and is given up at its deadline as any
+// search is. Before, an accepted booking was final: it went on naming a
+// driver who was free, and reserved by other bookings, while its rider
+// waited for a car that was not coming.
+func TestADriverWhoBacksOutOfAnAcceptedBookingSendsItSearchingAgain(t *testing.T) {
+	ctx := context.Background()
+	for _, tt := range []struct {
+		name  string
+		after time.Duration // from the accept to the decline
+		want  Status        // once the workers looked at it
+	}{
+		{"before its deadline, another driver is found", time.Second, Allocated},
+		{"past its deadline, it is given up", DefaultConfig().AllocationTimeout + time.Minute, Unallocated},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			r := newRig(t, "d1")
+			b, _ := r.svc.Create(ctx, req("k"))
+			if _, err := r.svc.Respond(ctx, "d1", b.ID, true); err != nil {
+				t.Fatalf("accept: %v", err)
+			}
+			r.clk.add(tt.after)
+			if _, err := r.svc.Respond(ctx, "d1", b.ID, false); err != nil {
+				t.Fatalf("the decline after the accept = %v, want done", err)
+			}
+			if d := r.fleet.status("d1"); d.Status != driver.StatusAvailable {
+				t.Errorf("d1 is %s after backing out, want available", d.Status)
+			}
+			got, _ := r.store.Get(ctx, b.ID)
+			if got.Status != Searching || got.DriverID != "" || got.Version != b.Version+2 {
+				t.Fatalf("after the driver backed out the booking is %s with %q at version %d, want searching with no driver at version %d",
+					got.Status, got.DriverID, got.Version, b.Version+2)
+			}
+			r.fleet.comesOnline("d2")
+			r.svc.Start()
+			defer r.svc.Stop()
+			eventually(t, "the booking is "+string(tt.want), func() bool {
+				got, _ := r.svc.Get(ctx, b.ID)
+				return got.Status == tt.want
+			})
+			if got, _ := r.svc.Get(ctx, b.ID); got.Status == Allocated && got.DriverID != "d2" {
+				t.Errorf("allocated to %q, want d2", got.DriverID)
+			}
+		})
 	}
 }
 

@@ -118,7 +118,7 @@ func (s *Service) work() {
 // deadline), or try to allocate again.
 func (s *Service) advance(ctx context.Context, id string) error {
 	b, err := s.store.Get(ctx, id)
-	if errors.Is(err, ErrNotFound) || err == nil && b.Status.Final() {
+	if errors.Is(err, ErrNotFound) || err == nil && !b.Status.Open() {
 		return s.store.Forget(ctx, id) // an index entry left behind
 	}
 	if err != nil {

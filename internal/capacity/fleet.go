@@ -158,7 +158,7 @@ func fleetRun(ctx context.Context, cfg FleetConfig, n int, say Progress) (FleetR
 		return row, err
 	}
 	for _, id := range ids {
-		if b, err := apps[0].Bookings().Get(ctx, id); err != nil || !b.Status.Final() {
+		if b, err := apps[0].Bookings().Get(ctx, id); err != nil || b.Status.Open() {
 			row.StillOpen++
 		}
 	}

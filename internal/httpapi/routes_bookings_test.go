@@ -271,10 +271,15 @@ func TestGetBooking(t *testing.T) {
 					t.Errorf("Get called %d times, want 2: before waiting and after the wait ran out", n)
 				}
 			}},
-		{name: "a final booking does not wait", req: get("/v1/bookings/bk-done?wait=30s"), wantStatus: 200,
+		{name: "a final booking does not wait", req: get("/v1/bookings/bk-gone?wait=30s"), wantStatus: 200,
+			checkBookings: func(t *testing.T, rec *httptest.ResponseRecorder, f *fakeBookings) {
+				wantBooking("bk-gone", booking.Cancelled, 2)(t, rec, f)
+				wantSeen()(t, rec, f)
+			}},
+		{name: "an accepted booking is waited on: its driver may back out", req: get("/v1/bookings/bk-done?wait=1ms"), wantStatus: 200,
 			checkBookings: func(t *testing.T, rec *httptest.ResponseRecorder, f *fakeBookings) {
 				wantBooking("bk-done", booking.Accepted, 3)(t, rec, f)
-				wantSeen()(t, rec, f)
+				wantSeen(3)(t, rec, f)
 			}},
 		{name: "wait for a missing booking", req: get("/v1/bookings/bk-nobody?wait=5s"),
 			wantStatus: 404, wantCode: httpapi.CodeNotFound},

@@ -218,7 +218,7 @@ func (s *Bookings) Keep(ctx context.Context, id string) (booking.Booking, error)
 	cmd := s.keep.cmd(bookingKey(id))
 	cmd.Acks = s.acks
 	b, err := storedBooking(id, s.keep.exec(ctx, s.r, []redisroute.Cmd{cmd})[0])
-	if err == nil && !b.Status.Final() {
+	if err == nil && b.Status.Open() {
 		// Indexed again if a scan forgot its entry before its first
 		// attempt's own second indexing (which a failed attempt skips);
 		// NX: an entry a claim or a backoff moved keeps its time.
@@ -275,7 +275,7 @@ func (s *Bookings) Update(ctx context.Context, old, next booking.Booking) error 
 	return nil
 }
 
-// index adds an open booking to the open index, or removes a final one,
+// index adds an open booking to the open index, or removes any other,
 // and with announce tells the partition's channel that it changed (for
 // the long polls, see Watch), in the same round trip: the entry and the
 // channel share the partition's slot. Best effort: the scan re-reads
@@ -283,7 +283,7 @@ func (s *Bookings) Update(ctx context.Context, old, next booking.Booking) error 
 // again when it ends.
 func (s *Bookings) index(ctx context.Context, b booking.Booking, announce bool) {
 	cmd := s.openEntry(b)
-	if b.Status.Final() {
+	if !b.Status.Open() {
 		cmd = s.forget(b.ID)
 	}
 	cmds := []redisroute.Cmd{cmd}

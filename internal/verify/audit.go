@@ -231,7 +231,7 @@ func StuckBookings(h History) []Violation {
 			// A reservation made just before the deadline may run its TTL
 			// past it; the booking is searching again after, and given up
 			// at its next advance.
-			due += h.ReservationTTL.Milliseconds()
+			due = max(b.Deadline+h.ReservationTTL.Milliseconds(), b.UpdatedAt)
 		}
 		calm, ok := writableFor(windows, h.sinceStart(due), op.Invoke, h.Slack.Nanoseconds(), h.instances() < 2)
 		if !ok {
@@ -257,13 +257,16 @@ func (h History) instances() int {
 }
 
 // dueBy is when booking b must have moved on by, less the slack: its
-// deadline when searching, and its reservation's end too when allocated
+// deadline when searching (or its return to searching, if later), and its
+// reservation's end too when allocated
 // (a driver reserved just before the deadline may answer until then);
 // open false when b is in neither state.
 func dueBy(b State) (due int64, open bool) {
 	switch b.Status {
 	case string(booking.Searching):
-		return b.Deadline, true
+		// Searching again past its deadline (its driver backed out after
+		// accepting): due when it was sent back.
+		return max(b.Deadline, b.UpdatedAt), true
 	case string(booking.Allocated):
 		return max(b.Deadline, b.ReservedUntil), true
 	}
@@ -271,6 +274,9 @@ func dueBy(b State) (due int64, open bool) {
 }
 
 func dueWhat(b State, due int64) string {
+	if b.Status == string(booking.Searching) && due == b.UpdatedAt && due > b.Deadline {
+		return "its return to searching (after its deadline)"
+	}
 	if due != b.Deadline {
 		return "its reservation's end (after its deadline)"
 	}

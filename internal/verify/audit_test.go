@@ -74,6 +74,9 @@ func TestStuckBookings(t *testing.T) {
 		{"allocated past its deadline, its reservation still running", final(until(due(bk("allocated", "d1", 2), 10), 19)), 0},
 		{"searching past its deadline and the slack", final(due(bk("searching", "", 3), 10)), 1},
 		{"allocated past its deadline and its reservation's end", final(until(due(bk("allocated", "d1", 2), 10), 12)), 1},
+		// Its driver backed out of it after the deadline.
+		{"searching again within the slack of its return", final(written(due(bk("searching", "", 4), 10), 19)), 0},
+		{"searching again past the slack of its return", final(written(due(bk("searching", "", 4), 10), 15)), 1},
 	})
 	// During the run (booking reads are confirmed on the primary): history()
 	// has a 2 s slack, so a read more than 2 s past the deadline, with no
@@ -108,6 +111,11 @@ func TestStuckBookings(t *testing.T) {
 			with(read(14.5, due(bk("searching", "", 5), 10)), func(h *History) { h.ReservationTTL = 3 * time.Second }), 0},
 		{"read searching past the TTL and the slack",
 			with(read(15.5, due(bk("searching", "", 5), 10)), func(h *History) { h.ReservationTTL = 3 * time.Second }), 1},
+		// Its driver backed out of it long after the deadline: due from then.
+		{"read searching again within the slack of its return",
+			with(read(31.5, written(due(bk("searching", "", 5), 10), 30)), func(h *History) { h.ReservationTTL = 3 * time.Second }), 0},
+		{"read searching again past the slack of its return",
+			with(read(32.5, written(due(bk("searching", "", 5), 10), 30)), func(h *History) { h.ReservationTTL = 3 * time.Second }), 1},
 		// One instance: its own fault stops the work; two: the other takes it.
 		{"one instance, killed since the deadline", with(read(20, due(bk("searching", "", 3), 10), kill(10.5, 19)...), func(h *History) { h.Instances = 1 }), 0},
 		{"two instances, one killed since the deadline", with(read(20, due(bk("searching", "", 3), 10), kill(10.5, 19)...), func(h *History) { h.Instances = 2 }), 1},

@@ -14,10 +14,12 @@ import (
 // searching: it writes the booking anyway, one version, so that an
 // allocation naming that driver, in flight, fails its compare-and-set
 // (booking.Service.follow). A decline whose driver write then fails is
-// sent again by the driver's app, and writes it again.
+// sent again by the driver's app, and writes it again. Accepted →
+// searching is a driver backing out of the booking it accepted.
 var bookingLife = newLifecycle(map[string][]move{
 	string(booking.Searching): {{to: string(booking.Allocated), ref: refAny}, {to: string(booking.Unallocated), ref: refClear}, {to: string(booking.Searching), ref: refClear}},
 	string(booking.Allocated): {{to: string(booking.Accepted), ref: refKeep}, {to: string(booking.Searching), ref: refClear}},
+	string(booking.Accepted):  {{to: string(booking.Searching), ref: refClear}},
 })
 
 // bookingCall is one operation on a booking, as the booking model reads
@@ -50,7 +52,9 @@ func mayBeAbsent(n node) bool {
 	return !n.Exists || n.Status == string(booking.Searching) && n.Version == 1 && n.Every == 0 && !n.Confirmed
 }
 
-func finalBooking(status string) bool { return booking.Status(status).Final() }
+// settled reports a status a rider's cancel is refused in (not open), and
+// after which a rider stops following the booking.
+func settled(status string) bool { return !booking.Status(status).Open() }
 
 // bookingStep is the nondeterministic step: every node the booking may be
 // in after c, from a booking in n; none if c cannot have happened.
@@ -102,10 +106,10 @@ func bookingStep(state, input, _ any) []any {
 				}
 				return nil
 			}
-			// Refused as illegal: the booking was final at that point.
+			// Refused as illegal: the booking was settled at that point.
 			var out []any
 			for sp := range bookingLife.spans(n) {
-				if finalBooking(sp.Status) {
+				if settled(sp.Status) {
 					out = append(out, sp)
 				}
 			}
@@ -129,7 +133,8 @@ func bookingStep(state, input, _ any) []any {
 // only if no create of it was answered OK (G3: a booking reported created
 // is never lost; Apollo's withdrawal deletes only its own attempt's
 // record, and none a retry kept, whatever that retry was answered). Cancelled is reached only by a cancel: no worker
-// cancels. Accepted, unallocated and cancelled never change.
+// cancels. Unallocated and cancelled never change; accepted changes only
+// back to searching, when its driver backs out.
 //
 // What it catches: a booking reported created that reads as absent
 // afterwards; a read older than one already observed (read-your-writes,

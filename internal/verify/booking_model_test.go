@@ -89,8 +89,18 @@ func TestBookingLifecycle(t *testing.T) {
 		), broken},
 		{"a final status changes", history(
 			create(b, 0, 1, bk("searching", "", 1)),
+			readBooking(b, 2, 3, bk("unallocated", "", 2)),
+			readBooking(b, 4, 5, bk("searching", "", 3)),
+		), broken},
+		{"an accepted booking searches again: its driver backed out", history(
+			create(b, 0, 1, bk("searching", "", 1)),
 			readBooking(b, 2, 3, bk("accepted", "d1", 3)),
 			readBooking(b, 4, 5, bk("searching", "", 4)),
+		), ok},
+		{"an accepted booking's driver changes in one move", history(
+			create(b, 0, 1, bk("searching", "", 1)),
+			readBooking(b, 2, 3, bk("accepted", "d1", 3)),
+			readBooking(b, 4, 5, bk("accepted", "d2", 4)),
 		), broken},
 		{"an accepted booking's driver is not the one it was allocated one version before", history(
 			create(b, 0, 1, bk("searching", "", 1)),

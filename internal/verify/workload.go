@@ -140,7 +140,11 @@ func (w *workload) driver(ctx context.Context, client int, id string, rng *rand.
 				sleep(ctx, driverQuiet) // lets it lapse, and says nothing
 			} // else: let it lapse
 		case d.Seen.Status == "reserved" && d.Seen.Accepted:
-			if sleep(ctx, time.Duration(200+rng.IntN(800))*time.Millisecond) {
+			switch backOut := rng.Float64() < backOutShare; {
+			case !sleep(ctx, time.Duration(200+rng.IntN(800))*time.Millisecond):
+			case backOut: // the booking searches again
+				event("decline", d.Seen.BookingID)
+			default:
 				event("start_trip", d.Seen.BookingID)
 			}
 		case d.Seen.Status == "on_trip":
@@ -151,6 +155,10 @@ func (w *workload) driver(ctx context.Context, client int, id string, rng *rand.
 		sleep(ctx, time.Duration(100+rng.IntN(200))*time.Millisecond)
 	}
 }
+
+// backOutShare is the share of accepted bookings whose driver backs out
+// before the trip starts.
+const backOutShare = 0.1
 
 // driverQuiet is how long a driver's app stays quiet after a reservation
 // it let lapse: longer than the reservation's end plus the checks' slack
@@ -167,7 +175,7 @@ const (
 	doubleSubmitClients = 1 << 20
 )
 
-// rider books a ride, follows it until it is final, sometimes cancels it,
+// rider books a ride, follows it until it is settled, sometimes cancels it,
 // and books again.
 func (w *workload) rider(ctx context.Context, client int, riderID string, rng, doubles *rand.Rand) {
 	for n := 0; ctx.Err() == nil; n++ {
@@ -212,17 +220,13 @@ func (w *workload) rider(ctx context.Context, client int, riderID string, rng, d
 				w.rec.do(ctx, o, http.MethodPost, "/v1/bookings/"+id+"/cancel", nil, nil)
 			}
 			r := w.rec.do(ctx, Op{Client: client, Kind: ReadBooking, BookingID: id, Instance: w.instance()}, http.MethodGet, "/v1/bookings/"+id, nil, nil)
-			if r.Outcome == OK && (r.Status == http.StatusNotFound && poll > 3 || final(r.Seen.Status)) {
+			if r.Outcome == OK && (r.Status == http.StatusNotFound && poll > 3 || settled(r.Seen.Status)) {
 				break
 			}
 			sleep(ctx, time.Duration(200+rng.IntN(300))*time.Millisecond)
 		}
 		sleep(ctx, time.Duration(rng.IntN(500))*time.Millisecond)
 	}
-}
-
-func final(status string) bool {
-	return status == "accepted" || status == "unallocated" || status == "cancelled"
 }
 
 func (w *workload) bookingIDs() []string {
