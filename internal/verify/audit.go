@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"time"
@@ -37,6 +38,8 @@ func Audits() []Audit {
 	return []Audit{
 		{Code: CodeCreatedLost, Skip: noFinal, Run: CreatedLost},
 		{Code: CodeDriverHeldTwice, Run: DriverHeldTwice},
+		{Code: CodeDeclineKeptBooking, Run: DeclinesKeptBookings},
+		{Code: CodeAcceptedUnasked, Run: AcceptedUnasked},
 		{Code: CodeOrphanReservation, Skip: noFinal, Run: OrphanReservations},
 		{Code: CodeReservationOverdue, Skip: overdueUnjudged, Run: OverdueReservations},
 		{Code: CodeBookingStuck, Skip: noFinal, Run: StuckBookings},
@@ -349,12 +352,17 @@ func abbreviate(s string, n int) string {
 }
 
 // allocation is what reads saw of one booking at one version while it
-// was allocated: its driver, its reservation's end, and when the record
-// certainly was at that version.
+// held its driver (allocated, or accepted): its driver, until when the
+// hold lasts at most, and when the record certainly was at that version.
 type allocation struct {
 	booking, driver string
 	version         int64
-	until           int64 // the reservation's end, ns into the run
+	accepted        bool
+	// until, ns into the run: an allocation's reservation's end; for an
+	// accepted booking, the first invocation of its driver's end_trip or
+	// decline of it (math.MaxInt64 if none), since nothing else frees a
+	// driver its accepted booking names.
+	until int64
 	// lo, hi: the record was at this version throughout [lo, hi] (each
 	// read happened within its own interval and a version never comes
 	// back), empty when lo > hi.
@@ -362,24 +370,35 @@ type allocation struct {
 	seenBy []Op
 }
 
-// allocations gathers every OK answer showing an allocated booking, and
-// the final state as a read made at its time. Versions with no
-// reservation end recorded are left out: their liveness is unknown.
+// allocations gathers every OK answer showing an allocated or accepted
+// booking, and the final state as a read made at its time. Allocated
+// versions with no reservation end recorded are left out: their liveness
+// is unknown.
 func (h History) allocations() map[string][]*allocation {
 	type key struct {
 		booking string
 		version int64
 	}
+	released := h.firstReleases()
 	byKey := map[key]*allocation{}
 	var order []key
 	add := func(id string, s State, op Op) {
-		if s.Status != string(booking.Allocated) || s.DriverID == "" || s.ReservedUntil == 0 {
+		var until int64
+		switch {
+		case s.DriverID == "":
+			return
+		case s.Status == string(booking.Allocated) && s.ReservedUntil != 0:
+			until = h.sinceStart(s.ReservedUntil)
+		case s.Status == string(booking.Accepted):
+			until = min(released.of(s.DriverID, id), released.of(s.DriverID, ""))
+		default:
 			return
 		}
 		k := key{id, s.Version}
 		a, ok := byKey[k]
 		if !ok {
-			a = &allocation{booking: id, driver: s.DriverID, version: s.Version, until: h.sinceStart(s.ReservedUntil), lo: op.Return, hi: op.Invoke}
+			a = &allocation{booking: id, driver: s.DriverID, version: s.Version, accepted: s.Status == string(booking.Accepted),
+				until: until, lo: op.Return, hi: op.Invoke}
 			byKey[k] = a
 			order = append(order, k)
 		}
@@ -401,6 +420,34 @@ func (h History) allocations() map[string][]*allocation {
 	for _, k := range order {
 		a := byKey[k]
 		out[a.driver] = append(out[a.driver], a)
+	}
+	return out
+}
+
+// releases is, for a driver and a booking ("" for a driver event that
+// named none), when the driver first may have let go of the booking.
+type releases map[[2]string]int64
+
+func (r releases) of(driverID, bookingID string) int64 {
+	if t, ok := r[[2]string{driverID, bookingID}]; ok {
+		return t
+	}
+	return math.MaxInt64
+}
+
+// firstReleases is, for each driver and booking, the first invocation of
+// an end_trip or a decline (a back-out, once accepted) that the driver
+// sent for it and that may have taken effect.
+func (h History) firstReleases() releases {
+	out := releases{}
+	for _, op := range h.Ops {
+		if op.Kind != DriverEvent || op.Outcome == Failed || op.Event != string(driver.EventEndTrip) && op.Event != string(driver.EventDecline) {
+			continue
+		}
+		k := [2]string{op.DriverID, op.BookingID}
+		if t, ok := out[k]; !ok || op.Invoke < t {
+			out[k] = op.Invoke
+		}
 	}
 	return out
 }
@@ -438,7 +485,11 @@ func together(a, b *allocation) (int64, bool) {
 // the reads prove both records were allocated to the driver count: the
 // final state (read at one instant) and reads that bracket each other.
 // Two reads that merely overlap prove nothing: the first booking may have
-// let go in between.
+// let go in between. An accepted booking holds its driver until the
+// driver ends the trip or backs out (the trip's end leaves the booking
+// accepted), so it counts until the first end_trip or decline of it the
+// driver sent; one the driver accepted again after backing out is not
+// judged (its first release came before it).
 func DriverHeldTwice(h History) []Violation {
 	var out []Violation
 	byDriver := h.allocations()
@@ -457,11 +508,14 @@ func DriverHeldTwice(h History) []Violation {
 				}
 				reported[pair] = true
 				describe := func(x *allocation) string {
+					if x.accepted {
+						return fmt.Sprintf("%s (accepted at version %d, seen by %s)", x.booking, x.version, describeOps(x.seenBy))
+					}
 					return fmt.Sprintf("%s (allocated at version %d, reserved until %s, seen by %s)", x.booking, x.version, runTime(x.until), describeOps(x.seenBy))
 				}
 				out = append(out, Violation{Code: CodeDriverHeldTwice, Drivers: []string{d}, Bookings: pair[:],
 					Ops: append(opIDs(a.seenBy), opIDs(b.seenBy)...),
-					Message: fmt.Sprintf("driver %s was held by two live reservations at about %s: bookings %s and %s",
+					Message: fmt.Sprintf("driver %s was held by two bookings at about %s: %s and %s",
 						d, runTime(t), describe(a), describe(b))})
 			}
 		}

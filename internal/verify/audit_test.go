@@ -180,6 +180,32 @@ func TestDriverHeldTwice(t *testing.T) {
 		{"allocations with no reservation end recorded are not judged", withFinal(history(), 20,
 			map[string]State{"b1": bk("allocated", "d1", 2), "b2": bk("allocated", "d1", 4)}, nil), 0},
 	})
+	// An accepted booking holds its driver until the driver ends the trip
+	// or backs out, whatever its record (still accepted after the trip).
+	accepted := bk("accepted", "d1", 3)
+	both := func(ops ...Op) History {
+		return withFinal(history(ops...), 20, map[string]State{"b1": accepted, "b2": live(5, 26)}, nil)
+	}
+	runAudit(t, DriverHeldTwice, CodeDriverHeldTwice, []auditCase{
+		{"an accepted booking and a live allocation of its driver, nothing released", both(), 1},
+		{"its driver ended the trip first", both(eventOK("d1", "end_trip", "b1", 5, 5.1, drv("available", "", false, 6))), 0},
+		{"its driver backed out first, outcome unknown", both(eventUnknown("d1", "decline", "b1", 5, 5.1)), 0},
+		{"its driver's back-out was refused", both(eventRefused("d1", "decline", "b1", 5, 5.1)), 1},
+		{"its driver ended a trip of another booking", both(eventOK("d1", "end_trip", "b0", 5, 5.1, drv("available", "", false, 6))), 1},
+		{"another driver ended the trip", both(eventOK("d2", "end_trip", "b1", 5, 5.1, drv("available", "", false, 6))), 1},
+		{"two accepted bookings name one driver", withFinal(history(), 20, map[string]State{"b1": accepted, "b2": bk("accepted", "d1", 6)}, nil), 1},
+		{"an allocation read between two reads of an accepted booking", history(
+			readBooking("b1", 1, 1.1, accepted),
+			readBooking("b2", 2, 2.1, live(5, 10)),
+			readBooking("b1", 3, 3.1, accepted),
+		), 1},
+		{"the same, the trip's end sent before the allocation", history(
+			readBooking("b1", 1, 1.1, accepted),
+			eventUnknown("d1", "end_trip", "b1", 1.5, 1.6),
+			readBooking("b2", 2, 2.1, live(5, 10)),
+			readBooking("b1", 3, 3.1, accepted),
+		), 0},
+	})
 }
 
 // A violation names what it is about, so that a reader can find it in
