@@ -54,7 +54,7 @@ func (s *Service) Respond(ctx context.Context, driverID, bookingID string, accep
 		if err != nil {
 			next = d // a repeated accept: make sure the booking follows
 		}
-		return next, s.follow(ctx, bookingID, driverID, Accepted)
+		return next, s.follow(ctx, bookingID, driverID, Accepted, time.Time{})
 	}
 	if d.Status == driver.StatusReserved && d.BookingID == bookingID {
 		// The reservation the driver answers: a decline held up after the
@@ -66,7 +66,13 @@ func (s *Service) Respond(ctx context.Context, driverID, bookingID string, accep
 	if _, err := driver.Apply(d, tr, now); err != nil {
 		return d, err
 	}
-	if err := s.follow(ctx, bookingID, driverID, Searching); err != nil && !errors.Is(err, ErrIllegal) {
+	if _, ok := ctx.Deadline(); !ok {
+		// Bounded, so that a booking the decline reopens is due then (follow).
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, s.cfg.ClaimHold)
+		defer cancel()
+	}
+	if err := s.follow(ctx, bookingID, driverID, Searching, tr.Until); err != nil && !errors.Is(err, ErrIllegal) {
 		return d, err
 	}
 	next, err := s.driver.Apply(ctx, driverID, tr, now)
@@ -104,11 +110,14 @@ func acceptedAlready(d driver.Driver, bookingID string) bool {
 // follow moves booking id, allocated to driverID, to `to` (accepted or
 // searching; an accepted one, to searching), re-reading it if it changes
 // meanwhile. A booking already there is left as it is; one that does not
-// hold the driver is ErrIllegal.
+// hold the driver is ErrIllegal, and so is one holding it under another
+// reservation than the one ending at until (when set): a decline held up
+// until the driver was reserved for the booking again, and accepted it
+// again, must not undo that.
 // A booking still searching when the driver accepted it is
 // ErrChanging: the allocation's update naming the driver may be in flight,
 // and the accept, recorded on the driver, then stands.
-func (s *Service) follow(ctx context.Context, id, driverID string, to Status) error {
+func (s *Service) follow(ctx context.Context, id, driverID string, to Status, until time.Time) error {
 	for range casAttempts {
 		b, err := s.store.Get(ctx, id)
 		if err != nil {
@@ -137,9 +146,19 @@ func (s *Service) follow(ctx context.Context, id, driverID string, to Status) er
 		if !answerable(b, to) || b.DriverID != driverID {
 			return fmt.Errorf("%w: booking %s is %s with driver %q", ErrIllegal, b.ID, b.Status, b.DriverID)
 		}
+		if !until.IsZero() && !driver.SameReservationEnd(until, b.ReservedUntil) {
+			return fmt.Errorf("%w: booking %s holds driver %s under a later reservation", ErrIllegal, b.ID, driverID)
+		}
 		next, err := transition(b, to, s.now())
 		if err != nil {
 			return err
+		}
+		if !b.Status.Open() {
+			// Reopened (its driver backed out): the store indexes it before
+			// it writes the record, as a new booking, so it is due once the
+			// write has landed or never will (see Store.Update); the decline
+			// queues it at once.
+			next.DueAt = next.UpdatedAt.Add(timeLeft(ctx) + s.cfg.ClaimHold)
 		}
 		if err := s.store.Update(ctx, b, next); !errors.Is(err, ErrConflict) {
 			return err
@@ -174,7 +193,7 @@ func (s *Service) StartTrip(ctx context.Context, driverID, bookingID string) (dr
 	if _, err := driver.Apply(d, tr, now); err != nil {
 		return d, err
 	}
-	if err := s.follow(ctx, bookingID, driverID, Accepted); err != nil {
+	if err := s.follow(ctx, bookingID, driverID, Accepted, time.Time{}); err != nil {
 		return d, err
 	}
 	return s.driver.Apply(ctx, driverID, tr, now)

@@ -45,8 +45,10 @@ type Drivers interface {
 
 // Store persists bookings. Create is idempotent by booking ID; Update is a
 // compare-and-set on the version (ErrConflict when it fails) and keeps the
-// open-bookings index in step: a final booking leaves it, an open one is
-// scheduled at its DueAt.
+// open-bookings index in step: a booking no longer open leaves it, an open
+// one is scheduled at its DueAt. A booking that reopens (accepted, back to
+// searching) is indexed at its DueAt before its record is written, as
+// Create does, and nothing is written if that fails.
 type Store interface {
 	// Create may index the booking at its DueAt before it writes the
 	// record, and writes nothing after ctx's deadline.

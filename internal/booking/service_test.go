@@ -1066,8 +1066,8 @@ func TestADriversLateDeclineNeverFreesItsBookingsNextReservation(t *testing.T) {
 // an accepted reservation does not expire, and once it has lapsed the
 // trip cannot start, so a decline is its only way out (a review found
 // that refusing it, to keep the accepted booking's driver, stranded the
-// driver for good). The booking, accepted, is final and stays so: its
-// rider is told nothing (README, Known limits).
+// driver for good). The booking searches again
+// (TestADriverWhoBacksOutOfAnAcceptedBookingSendsItSearchingAgain).
 func TestADriverWhoAcceptedCanStillBackOut(t *testing.T) {
 	ctx := context.Background()
 	r := newRig(t, "d1")
@@ -1131,6 +1131,50 @@ func TestADriverWhoBacksOutOfAnAcceptedBookingSendsItSearchingAgain(t *testing.T
 				t.Errorf("allocated to %q, want d2", got.DriverID)
 			}
 		})
+	}
+}
+
+// A decline held up (an instance paused, a double tap) from a driver's
+// first acceptance of a booking lands after the driver backed out, was
+// reserved again for the same booking and accepted it again: it names the
+// first reservation, so it changes nothing. Before, the booking step took
+// any accepted booking naming the driver back to searching, the driver
+// step was then refused (another reservation), and the driver stayed
+// reserved and accepted for a booking that was looking for someone else
+// (a reviewer found it, 2026-12-06).
+func TestAHeldDeclineNeverUndoesALaterAcceptanceOfTheSameBooking(t *testing.T) {
+	ctx := context.Background()
+	r := newRig(t, "d1")
+	b, _ := r.svc.Create(ctx, req("k"))
+	if _, err := r.svc.Respond(ctx, "d1", b.ID, true); err != nil {
+		t.Fatalf("accept: %v", err)
+	}
+	held := false
+	r.store.beforeUpdate = func(old, next Booking) {
+		if held || old.Status != Accepted || next.Status != Searching {
+			return
+		}
+		held = true // the first decline is held here; its twin goes through
+		if _, err := r.svc.Respond(ctx, "d1", b.ID, false); err != nil {
+			t.Errorf("back out: %v", err)
+		}
+		r.clk.add(time.Second)
+		if err := r.svc.advance(ctx, b.ID); err != nil { // d1, free, is reserved again
+			t.Errorf("advance: %v", err)
+		}
+		if _, err := r.svc.Respond(ctx, "d1", b.ID, true); err != nil {
+			t.Errorf("accept again: %v", err)
+		}
+	}
+	_, err := r.svc.Respond(ctx, "d1", b.ID, false)
+	r.store.beforeUpdate = nil
+	if !errors.Is(err, driver.ErrWrongBooking) {
+		t.Errorf("the held decline = %v, want ErrWrongBooking", err)
+	}
+	got, _ := r.store.Get(ctx, b.ID)
+	if d := r.fleet.status("d1"); got.Status != Accepted || got.DriverID != "d1" || !d.Accepted || d.BookingID != b.ID {
+		t.Errorf("after the held decline the booking is %s with %q and d1 is %s (accepted %t) for %q; want both still accepted",
+			got.Status, got.DriverID, d.Status, d.Accepted, d.BookingID)
 	}
 }
 

@@ -73,7 +73,7 @@ func Apply(d Driver, tr Transition, now time.Time) (Driver, error) {
 		return d, fmt.Errorf("driver: %s for booking %.64q, which the driver does not hold: %w",
 			tr.Event, tr.BookingID, ErrWrongBooking)
 	}
-	if releases(tr.Event) && !tr.Until.IsZero() && !sameReservationEnd(tr.Until, d.ReservedUntil) {
+	if releases(tr.Event) && !tr.Until.IsZero() && !SameReservationEnd(tr.Until, d.ReservedUntil) {
 		return d, fmt.Errorf("driver: %s of booking %.64q's reservation until %s, which the driver no longer holds (the booking reserved it again): %w",
 			tr.Event, tr.BookingID, tr.Until.UTC().Format(time.RFC3339Nano), ErrWrongBooking)
 	}
@@ -142,10 +142,10 @@ func checkPreconditions(d Driver, tr Transition, now time.Time) error {
 // releases reports whether ev ends a reservation.
 func releases(ev Event) bool { return ev == EventDecline || ev == EventExpire }
 
-// sameReservationEnd reports whether two reservation ends are the same
+// SameReservationEnd reports whether two reservation ends are the same
 // one. Stores keep them to the millisecond (a driver's record does), so
 // they are compared at that precision.
-func sameReservationEnd(a, b time.Time) bool { return a.UnixMilli() == b.UnixMilli() }
+func SameReservationEnd(a, b time.Time) bool { return a.UnixMilli() == b.UnixMilli() }
 
 func checkNotLapsed(d Driver, tr Transition, now time.Time) error {
 	if !now.Before(d.ReservedUntil) {

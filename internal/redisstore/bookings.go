@@ -243,11 +243,22 @@ func (s *Bookings) Exists(ctx context.Context, id string) (bool, error) {
 // open-bookings index in step. The write must be acknowledged by as many
 // replicas as a create: one that fewer acknowledged is reported as
 // booking.ErrUnconfirmed (it may or may not last a failover), never as done.
+// A booking that reopens (its driver backed out of it) has no index entry:
+// one is written first, as Create does, and confirmed like it; if it
+// cannot be, nothing is. Written only after the record, best effort, a
+// lost entry left the booking searching with nothing to advance it.
 func (s *Bookings) Update(ctx context.Context, old, next booking.Booking) error {
 	next.Version = old.Version + 1
 	raw, err := json.Marshal(next)
 	if err != nil {
 		return err
+	}
+	if !old.Status.Open() && next.Status.Open() {
+		entry := s.openEntry(next)
+		entry.Acks = s.acks
+		if err := s.r.Exec(ctx, []redisroute.Cmd{entry}).Err(); err != nil {
+			return storeErr(err)
+		}
 	}
 	cmd := s.update.cmd(bookingKey(old.ID), old.Version, string(raw))
 	cmd.Acks = s.acks

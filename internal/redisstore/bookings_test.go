@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/apollo-platform/apollo/internal/booking"
 	"github.com/apollo-platform/apollo/internal/driver"
 	"github.com/apollo-platform/apollo/internal/fleet"
@@ -61,16 +63,94 @@ func TestBookingsCreateIsIdempotentAndUpdatesCompareVersions(t *testing.T) {
 }
 
 // hookedRouter runs after on each Exec's commands and results, before
-// Exec returns them.
+// Exec returns them; commands drop refuses fail unsent.
 type hookedRouter struct {
 	*redisroute.Router
 	after func(cmds []redisroute.Cmd, res redisroute.Results)
+	drop  func(cmds []redisroute.Cmd) bool
 }
 
+var errDropped = errors.New("dropped by the test")
+
 func (h *hookedRouter) Exec(ctx context.Context, cmds []redisroute.Cmd) redisroute.Results {
+	if h.drop != nil && h.drop(cmds) {
+		res := make(redisroute.Results, len(cmds))
+		for i := range res {
+			res[i].Err = errDropped
+		}
+		return res
+	}
 	res := h.Router.Exec(ctx, cmds)
-	h.after(cmds, res)
+	if h.after != nil {
+		h.after(cmds, res)
+	}
 	return res
+}
+
+// A booking that reopens (accepted, its driver backed out: searching
+// again) is in the open index whatever index write is lost: its entry is
+// written, confirmed, before its record, and if that fails nothing is.
+// Before (2026-12-06, a reviewer found it), the entry came only after the
+// record, best effort, and an accepted booking has none: one lost write
+// and the booking searched for ever, answered 200, with nothing to
+// advance it.
+func TestABookingThatReopensIsIndexedBeforeItsRecordChanges(t *testing.T) {
+	c := clustertest.Start(t)
+	ps := partitions(t, 8)
+	h := &hookedRouter{Router: newRouterFor(t, c)}
+	s := redisstore.NewBookings(h, 1, ps)
+	ctx := context.Background()
+	now := time.Now()
+	b := booking.Booking{ID: "bk-reopen", RiderID: "r1", Service: "car", Pickup: driver.Location{Lat: 1.3, Lng: 103.8},
+		Status: booking.Searching, CreatedAt: now, UpdatedAt: now, Deadline: now.Add(30 * time.Second), DueAt: now}
+	open := ps.OpenKey(ps.Of(b.ID))
+	indexed := func() bool {
+		res := h.Router.Exec(ctx, []redisroute.Cmd{{Args: []any{"ZSCORE", open, b.ID}, Key: open, Fresh: true}})[0]
+		if res.Err != nil && !errors.Is(res.Err, redis.Nil) {
+			t.Fatal(res.Err)
+		}
+		return res.Val != nil
+	}
+	cur, _, err := s.Create(ctx, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, st := range []booking.Status{booking.Allocated, booking.Accepted} {
+		next := cur
+		next.Status, next.DriverID, next.ReservedUntil = st, "d1", now.Add(15*time.Second)
+		if err := s.Update(ctx, cur, next); err != nil {
+			t.Fatal(err)
+		}
+		cur, _ = s.Get(ctx, b.ID)
+	}
+	if indexed() {
+		t.Fatal("an accepted booking is in the open index")
+	}
+	reopened := cur
+	reopened.Status, reopened.DriverID, reopened.ReservedUntil, reopened.DueAt = booking.Searching, "", time.Time{}, now.Add(10*time.Second)
+	zadds := 0
+	for _, lost := range []int{1, 2} { // every index write lost; then only the one after the record
+		zadds = 0
+		h.drop = func(cmds []redisroute.Cmd) bool {
+			if cmds[0].Key != open || cmds[0].Args[0] != "ZADD" {
+				return false
+			}
+			zadds++
+			return zadds >= lost
+		}
+		err := s.Update(ctx, cur, reopened)
+		got, gerr := s.Get(ctx, b.ID)
+		switch {
+		case gerr != nil:
+			t.Fatal(gerr)
+		case got.Status == booking.Searching && !indexed():
+			t.Fatalf("index writes lost from number %d on: the booking is searching again (Update = %v) and not in the open index: no worker will advance it", lost, err)
+		case lost == 1 && (err == nil || got.Version != cur.Version):
+			t.Errorf("with its entry unwritten, Update = %v and the booking is %s at version %d; want an error and nothing written", err, got.Status, got.Version)
+		case lost == 2 && err != nil:
+			t.Errorf("Update = %v with only the index write after the record lost; want done", err)
+		}
+	}
 }
 
 // A booking whose record was written just before its create's deadline is

@@ -40,6 +40,7 @@ func Audits() []Audit {
 		{Code: CodeDriverHeldTwice, Run: DriverHeldTwice},
 		{Code: CodeDeclineKeptBooking, Run: DeclinesKeptBookings},
 		{Code: CodeAcceptedUnasked, Run: AcceptedUnasked},
+		{Code: CodeReopenedUnasked, Run: ReopenedUnasked},
 		{Code: CodeOrphanReservation, Skip: noFinal, Run: OrphanReservations},
 		{Code: CodeReservationOverdue, Skip: overdueUnjudged, Run: OverdueReservations},
 		{Code: CodeBookingStuck, Skip: noFinal, Run: StuckBookings},
@@ -219,7 +220,7 @@ func StuckBookings(h History) []Violation {
 	if clockStepped(h, "") != "" {
 		return out // deadlines, in the cluster's time, are off the run's timeline
 	}
-	windows := faultWindows(h)
+	windows, reopened := faultWindows(h), h.reopenings()
 	for _, op := range h.Ops {
 		b := op.Seen
 		if op.Outcome != OK || op.BookingID == "" || judged[op.BookingID] || b.Deadline == 0 ||
@@ -233,8 +234,8 @@ func StuckBookings(h History) []Violation {
 		if b.Status == string(booking.Searching) {
 			// A reservation made just before the deadline may run its TTL
 			// past it; the booking is searching again after, and given up
-			// at its next advance.
-			due = max(b.Deadline+h.ReservationTTL.Milliseconds(), b.UpdatedAt)
+			// at its next advance. Or a driver backed out of it later.
+			due = max(b.Deadline+h.ReservationTTL.Milliseconds(), reopened.by(op.BookingID, op.Return))
 		}
 		calm, ok := writableFor(windows, h.sinceStart(due), op.Invoke, h.Slack.Nanoseconds(), h.instances() < 2)
 		if !ok {
@@ -249,6 +250,52 @@ func StuckBookings(h History) []Violation {
 	return out
 }
 
+// reopenings is, for each booking, the declines its drivers sent: each may
+// have sent it back to searching, an accepted booking past its deadline
+// included (its driver backed out).
+type reopenings struct {
+	start    time.Time
+	end      int64 // the run's, ns into it
+	declines map[string][]Op
+}
+
+func (h History) reopenings() reopenings {
+	r := reopenings{start: h.Start, end: h.finalAt(), declines: map[string][]Op{}}
+	for _, op := range h.Ops {
+		r.end = max(r.end, op.Return)
+		if op.Kind == DriverEvent && op.Event == string(driver.EventDecline) && op.BookingID != "" {
+			r.declines[op.BookingID] = append(r.declines[op.BookingID], op)
+		}
+	}
+	return r
+}
+
+// by is, as a unix-ms time, when the last of booking id's declines
+// invoked by t (ns into the run) had landed at the latest: its return, or
+// an unknown one's deadline (the run's end, without one); 0 if none. Taken
+// from the history, not from Apollo's own answers.
+func (r reopenings) by(id string, t int64) int64 {
+	var last int64
+	for _, d := range r.declines[id] {
+		if d.Invoke > t {
+			continue
+		}
+		end := d.Return
+		switch {
+		case d.Outcome != Unknown:
+		case d.Deadline == 0:
+			end = r.end
+		default:
+			end = max(end, d.Deadline)
+		}
+		last = max(last, end)
+	}
+	if last == 0 {
+		return 0
+	}
+	return r.start.Add(time.Duration(last)).UnixMilli()
+}
+
 // instances is how many instances the run had: as recorded, or, in a
 // history an older apollo verify wrote, as many as served rules at the
 // end.
@@ -260,16 +307,13 @@ func (h History) instances() int {
 }
 
 // dueBy is when booking b must have moved on by, less the slack: its
-// deadline when searching (or its return to searching, if later), and its
-// reservation's end too when allocated
+// deadline when searching, and its reservation's end too when allocated
 // (a driver reserved just before the deadline may answer until then);
 // open false when b is in neither state.
 func dueBy(b State) (due int64, open bool) {
 	switch b.Status {
 	case string(booking.Searching):
-		// Searching again past its deadline (its driver backed out after
-		// accepting): due when it was sent back.
-		return max(b.Deadline, b.UpdatedAt), true
+		return b.Deadline, true
 	case string(booking.Allocated):
 		return max(b.Deadline, b.ReservedUntil), true
 	}
@@ -277,7 +321,7 @@ func dueBy(b State) (due int64, open bool) {
 }
 
 func dueWhat(b State, due int64) string {
-	if b.Status == string(booking.Searching) && due == b.UpdatedAt && due > b.Deadline {
+	if b.Status == string(booking.Searching) && due > b.Deadline {
 		return "its return to searching (after its deadline)"
 	}
 	if due != b.Deadline {
@@ -289,11 +333,15 @@ func dueWhat(b State, due int64) string {
 // stuckInFinal is StuckBookings' judgement of the final state.
 func stuckInFinal(h History) []Violation {
 	var out []Violation
+	reopened := h.reopenings()
 	for _, id := range sortedKeys(h.Final.Bookings) {
 		b := h.Final.Bookings[id]
 		due, open := dueBy(b)
 		if !open {
 			continue
+		}
+		if b.Status == string(booking.Searching) {
+			due = max(due, reopened.by(id, h.finalAt()))
 		}
 		if b.Deadline != 0 && !time.UnixMilli(due).Add(h.Slack).Before(h.Final.At) {
 			continue
@@ -379,7 +427,7 @@ func (h History) allocations() map[string][]*allocation {
 		booking string
 		version int64
 	}
-	released := h.firstReleases()
+	released := h.firstSent(false, driver.EventEndTrip, driver.EventDecline)
 	byKey := map[key]*allocation{}
 	var order []key
 	add := func(id string, s State, op Op) {
@@ -390,7 +438,7 @@ func (h History) allocations() map[string][]*allocation {
 		case s.Status == string(booking.Allocated) && s.ReservedUntil != 0:
 			until = h.sinceStart(s.ReservedUntil)
 		case s.Status == string(booking.Accepted):
-			until = min(released.of(s.DriverID, id), released.of(s.DriverID, ""))
+			until = released.of(s.DriverID, id)
 		default:
 			return
 		}
@@ -424,24 +472,18 @@ func (h History) allocations() map[string][]*allocation {
 	return out
 }
 
-// releases is, for a driver and a booking ("" for a driver event that
-// named none), when the driver first may have let go of the booking.
-type releases map[[2]string]int64
+// sentAt is, for a driver and a booking ("" for an event that named
+// none), when the driver first sent one of some events for it.
+type sentAt map[[2]string]int64
 
-func (r releases) of(driverID, bookingID string) int64 {
-	if t, ok := r[[2]string{driverID, bookingID}]; ok {
-		return t
-	}
-	return math.MaxInt64
-}
-
-// firstReleases is, for each driver and booking, the first invocation of
-// an end_trip or a decline (a back-out, once accepted) that the driver
-// sent for it and that may have taken effect.
-func (h History) firstReleases() releases {
-	out := releases{}
+// firstSent is when each driver first sent one of events for each
+// booking; refused ones (a 4xx) count only with refusedToo: a refused
+// event changed nothing on the driver, but one answered 409 may have moved
+// its booking first (Respond's booking step comes before the driver's).
+func (h History) firstSent(refusedToo bool, events ...driver.Event) sentAt {
+	out := sentAt{}
 	for _, op := range h.Ops {
-		if op.Kind != DriverEvent || op.Outcome == Failed || op.Event != string(driver.EventEndTrip) && op.Event != string(driver.EventDecline) {
+		if op.Kind != DriverEvent || op.Outcome == Failed && !refusedToo || !slices.Contains(events, driver.Event(op.Event)) {
 			continue
 		}
 		k := [2]string{op.DriverID, op.BookingID}
@@ -450,6 +492,18 @@ func (h History) firstReleases() releases {
 		}
 	}
 	return out
+}
+
+// of is when the driver first sent one for the booking, or naming none;
+// math.MaxInt64 if never.
+func (s sentAt) of(driverID, bookingID string) int64 {
+	first := int64(math.MaxInt64)
+	for _, b := range []string{bookingID, ""} {
+		if t, ok := s[[2]string{driverID, b}]; ok {
+			first = min(first, t)
+		}
+	}
+	return first
 }
 
 // together returns an instant at which a and b certainly both held their

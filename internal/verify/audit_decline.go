@@ -29,10 +29,7 @@ func DeclinesKeptBookings(h History) []Violation {
 	}
 	holding := func(op Op) (hold, bool) {
 		s := op.Seen
-		answered := op.ID < 0 || op.Outcome == OK && op.Status < 300 // the final state's stand-in, or an answer
-		if !answered || op.BookingID == "" || s.DriverID == "" ||
-			(op.Kind != ReadBooking && op.Kind != CreateBooking && op.Kind != CancelBooking) ||
-			s.Status != string(booking.Allocated) && s.Status != string(booking.Accepted) {
+		if !bookingAnswer(op) || s.DriverID == "" || s.Status != string(booking.Allocated) && s.Status != string(booking.Accepted) {
 			return hold{}, false
 		}
 		return hold{op.BookingID, s.DriverID, s.Version}, true

@@ -74,9 +74,18 @@ func TestStuckBookings(t *testing.T) {
 		{"allocated past its deadline, its reservation still running", final(until(due(bk("allocated", "d1", 2), 10), 19)), 0},
 		{"searching past its deadline and the slack", final(due(bk("searching", "", 3), 10)), 1},
 		{"allocated past its deadline and its reservation's end", final(until(due(bk("allocated", "d1", 2), 10), 12)), 1},
-		// Its driver backed out of it after the deadline.
-		{"searching again within the slack of its return", final(written(due(bk("searching", "", 4), 10), 19)), 0},
-		{"searching again past the slack of its return", final(written(due(bk("searching", "", 4), 10), 15)), 1},
+	})
+	// Its driver backed out of it after the deadline: due from the decline's
+	// end (an unknown one's deadline), as the history has it.
+	backedOut := func(decline Op) History {
+		return withFinal(history(decline), 20, map[string]State{"b1": due(bk("searching", "", 4), 10)}, nil)
+	}
+	runAudit(t, StuckBookings, CodeBookingStuck, []auditCase{
+		{"searching again within the slack of its driver's back-out", backedOut(eventOK("d1", "decline", "b1", 18.5, 19, drv("available", "", false, 6))), 0},
+		{"searching again past the slack of its driver's back-out", backedOut(eventOK("d1", "decline", "b1", 14.5, 15, drv("available", "", false, 6))), 1},
+		{"a back-out of unknown outcome, within the slack of its deadline", backedOut(by(eventUnknown("d1", "decline", "b1", 14.5, 15), 19)), 0},
+		{"a back-out of unknown outcome, past the slack of its deadline", backedOut(by(eventUnknown("d1", "decline", "b1", 14.5, 15), 16)), 1},
+		{"another booking's back-out", backedOut(eventOK("d1", "decline", "b2", 18.5, 19, drv("available", "", false, 6))), 1},
 	})
 	// During the run (booking reads are confirmed on the primary): history()
 	// has a 2 s slack, so a read more than 2 s past the deadline, with no
@@ -101,6 +110,14 @@ func TestStuckBookings(t *testing.T) {
 			map[string]State{"b1": due(bk("searching", "", 3), 10)}, nil), 1},
 	})
 	with := func(h History, f func(*History)) History { f(&h); return h }
+	backOut := func(from, to float64) func(*History) {
+		return func(h *History) {
+			h.ReservationTTL = 3 * time.Second
+			d := eventOK("d1", "decline", "b1", from, to, drv("available", "", false, 6))
+			d.ID = len(h.Ops)
+			h.Ops = append(h.Ops, d)
+		}
+	}
 	kill := func(from, to float64) []FaultEvent {
 		return []FaultEvent{{Kind: "instance-kill", Fault: "instance-kill x", Action: "inject", At: sec(from)}, {Kind: "instance-kill", Fault: "instance-kill x", Action: "heal", At: sec(to)}}
 	}
@@ -112,10 +129,12 @@ func TestStuckBookings(t *testing.T) {
 		{"read searching past the TTL and the slack",
 			with(read(15.5, due(bk("searching", "", 5), 10)), func(h *History) { h.ReservationTTL = 3 * time.Second }), 1},
 		// Its driver backed out of it long after the deadline: due from then.
-		{"read searching again within the slack of its return",
-			with(read(31.5, written(due(bk("searching", "", 5), 10), 30)), func(h *History) { h.ReservationTTL = 3 * time.Second }), 0},
-		{"read searching again past the slack of its return",
-			with(read(32.5, written(due(bk("searching", "", 5), 10), 30)), func(h *History) { h.ReservationTTL = 3 * time.Second }), 1},
+		{"read searching again within the slack of its driver's back-out",
+			with(read(31.5, due(bk("searching", "", 5), 10)), backOut(29.5, 30)), 0},
+		{"read searching again past the slack of its driver's back-out",
+			with(read(32.5, due(bk("searching", "", 5), 10)), backOut(29.5, 30)), 1},
+		{"a back-out invoked after the read does not count",
+			with(read(31.5, due(bk("searching", "", 5), 10)), backOut(31.7, 32)), 1},
 		// One instance: its own fault stops the work; two: the other takes it.
 		{"one instance, killed since the deadline", with(read(20, due(bk("searching", "", 3), 10), kill(10.5, 19)...), func(h *History) { h.Instances = 1 }), 0},
 		{"two instances, one killed since the deadline", with(read(20, due(bk("searching", "", 3), 10), kill(10.5, 19)...), func(h *History) { h.Instances = 2 }), 1},

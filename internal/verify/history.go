@@ -72,11 +72,9 @@ type State struct {
 	Accepted  bool   `json:"accepted,omitempty"`
 	Version   int64  `json:"version,omitempty"`
 	// ReservedUntil for a reserved driver (unix ms), Deadline for a
-	// booking (unix ms), and when the booking was last written (unix ms):
-	// one that searches again past its deadline is due from then.
+	// booking (unix ms).
 	ReservedUntil int64 `json:"reserved_until_ms,omitempty"`
 	Deadline      int64 `json:"deadline_ms,omitempty"`
-	UpdatedAt     int64 `json:"updated_at_ms,omitempty"`
 }
 
 // FaultEvent is one nemesis action.

@@ -49,9 +49,6 @@ func until(s State, e float64) State { s.ReservedUntil = unixMs(e); return s }
 // due is s with its deadline at e seconds into the run.
 func due(s State, e float64) State { s.Deadline = unixMs(e); return s }
 
-// written is s last written at e seconds into the run.
-func written(s State, e float64) State { s.UpdatedAt = unixMs(e); return s }
-
 func op(kind Kind, from, to float64) Op {
 	return Op{Kind: kind, Invoke: sec(from), Return: sec(to), Instance: "http://apollo-0"}
 }

@@ -54,7 +54,6 @@ type answer struct {
 	Version       int64     `json:"version"`
 	ReservedUntil time.Time `json:"reserved_until"`
 	Deadline      time.Time `json:"deadline"`
-	UpdatedAt     time.Time `json:"updated_at"`
 	Error         struct {
 		Code       string `json:"code"`
 		NotApplied bool   `json:"not_applied"`
@@ -68,9 +67,6 @@ func (a answer) state() State {
 	}
 	if !a.Deadline.IsZero() {
 		s.Deadline = a.Deadline.UnixMilli()
-	}
-	if !a.UpdatedAt.IsZero() {
-		s.UpdatedAt = a.UpdatedAt.UnixMilli()
 	}
 	return s
 }

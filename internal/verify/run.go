@@ -357,7 +357,7 @@ func readFinal(ctx context.Context, c *localcluster.Cluster, instances []*Instan
 			return f, fmt.Errorf("read booking %s: %w", id, err)
 		}
 		f.Bookings[id] = State{Status: string(b.Status), DriverID: b.DriverID, Version: b.Version,
-			ReservedUntil: msOrZero(b.ReservedUntil), Deadline: msOrZero(b.Deadline), UpdatedAt: msOrZero(b.UpdatedAt)}
+			ReservedUntil: msOrZero(b.ReservedUntil), Deadline: msOrZero(b.Deadline)}
 	}
 	ds, err := redisstore.NewDrivers(r, redisstore.DefaultConfig(), driver.DefaultRules())
 	if err != nil {

@@ -1,0 +1,93 @@
+package verify
+
+import (
+	"fmt"
+
+	"github.com/apollo-platform/apollo/internal/booking"
+	"github.com/apollo-platform/apollo/internal/driver"
+)
+
+// CodeAcceptedUnasked: a booking was accepted by a driver who never sent
+// an accept of it.
+const CodeAcceptedUnasked = "accepted_unasked"
+
+// AcceptedUnasked checks that a booking is accepted only by its driver's
+// accept: every answer showing booking b accepted by driver d comes after
+// an accept of b that d sent (invoked before that answer returned, of any
+// outcome: an accept answered 409 may still have been recorded on the
+// driver, whose record the workers settle the booking from). Nothing else
+// in Apollo may make a booking accepted; without this audit a pipeline
+// that did would pass every other check. One violation a booking and
+// driver.
+func AcceptedUnasked(h History) []Violation {
+	accepts := h.firstSent(true, driver.EventAccept)
+	reported := map[[2]string]bool{}
+	var out []Violation
+	for _, op := range append(append([]Op(nil), h.Ops...), h.finalReads()...) {
+		s := op.Seen
+		if !bookingAnswer(op) || s.Status != string(booking.Accepted) {
+			continue
+		}
+		k := [2]string{s.DriverID, op.BookingID}
+		if reported[k] || accepts.of(s.DriverID, op.BookingID) <= op.Return {
+			continue // (an accept naming no booking is one of the driver's current one, whichever)
+		}
+		reported[k] = true
+		out = append(out, Violation{Code: CodeAcceptedUnasked, Bookings: []string{op.BookingID}, Drivers: nonEmpty(s.DriverID), Ops: opIDs([]Op{op}),
+			Message: fmt.Sprintf("booking %s was answered accepted by driver %q at version %d (%s, returned %s), and that driver had sent no accept of it",
+				op.BookingID, s.DriverID, s.Version, describeOps([]Op{op}), runTime(op.Return))})
+	}
+	return out
+}
+
+// CodeReopenedUnasked: an accepted booking moved on though its driver
+// sent no decline of it.
+const CodeReopenedUnasked = "reopened_unasked"
+
+// ReopenedUnasked checks that an accepted booking moves on (back to
+// searching) only by its driver's back-out: an answer showing booking b
+// at a version after one at which b was accepted by driver d comes after
+// a decline of b that d sent (invoked before that answer returned, of any
+// outcome: a decline answered 409 may have let the booking go). The
+// booking model allows accepted → searching as a move it does not see, so
+// that a worker or a sweep that reopened accepted bookings would pass it;
+// this audit would not. One violation a booking and driver.
+func ReopenedUnasked(h History) []Violation {
+	declines := h.firstSent(true, driver.EventDecline)
+	reads := append(append([]Op(nil), h.Ops...), h.finalReads()...)
+	accepted := map[string][]Op{} // by booking: answers showing it accepted
+	for _, op := range reads {
+		if bookingAnswer(op) && op.Seen.Status == string(booking.Accepted) {
+			accepted[op.BookingID] = append(accepted[op.BookingID], op)
+		}
+	}
+	reported := map[[2]string]bool{}
+	var out []Violation
+	for _, later := range reads {
+		if !bookingAnswer(later) {
+			continue
+		}
+		for _, was := range accepted[later.BookingID] {
+			d := was.Seen.DriverID
+			k := [2]string{d, later.BookingID}
+			if reported[k] || was.Return > later.Invoke || later.Seen.Version <= was.Seen.Version {
+				continue
+			}
+			if declines.of(d, later.BookingID) <= later.Return {
+				continue
+			}
+			reported[k] = true
+			out = append(out, Violation{Code: CodeReopenedUnasked, Bookings: []string{later.BookingID}, Drivers: nonEmpty(d), Ops: opIDs([]Op{was, later}),
+				Message: fmt.Sprintf("booking %s, accepted by driver %q at version %d (%s), was at version %d, %s, after it (%s), and that driver had sent no decline of it",
+					later.BookingID, d, was.Seen.Version, describeOps([]Op{was}), later.Seen.Version, later.Seen.Status, describeOps([]Op{later}))})
+		}
+	}
+	return out
+}
+
+// bookingAnswer reports an answer that shows a booking: an OK read,
+// create or cancel, or the final state's stand-in.
+func bookingAnswer(op Op) bool {
+	return op.BookingID != "" && op.Seen.Status != "" && (op.ID < 0 || op.Outcome == OK && op.Status < 300) &&
+		(op.Kind == ReadBooking || op.Kind == CreateBooking || op.Kind == CancelBooking)
+}
