@@ -31,8 +31,12 @@ const casAttempts = 5
 //     the sweep frees it after the reservation's end. A driver who accepted
 //     may still back out until its trip starts (once its reservation has
 //     lapsed the trip cannot start, so the decline is its only way out):
-//     the accepted booking then searches again, for another driver, or to
-//     be given up at once if its deadline has passed.
+//     its accept is withdrawn first (driver.EventBackOut), so that no trip
+//     of the same driver can start while the booking lets go, then the
+//     accepted booking searches again, for another driver, or to be given
+//     up at once if its deadline has passed. If the instance stops after
+//     the first step, the driver's app sending the decline again, or the
+//     sweep once the reservation lapses, finishes the back-out.
 func (s *Service) Respond(ctx context.Context, driverID, bookingID string, accept bool) (driver.Driver, error) {
 	d, err := s.driver.Get(ctx, driverID)
 	if err != nil {
@@ -61,6 +65,16 @@ func (s *Service) Respond(ctx context.Context, driverID, bookingID string, accep
 		// booking let go must not end the booking's next reservation of
 		// the same driver, which a worker may have made meanwhile.
 		tr.Until = d.ReservedUntil
+	}
+	if d.Status == driver.StatusReserved && acceptedAlready(d, bookingID) {
+		// Backing out: a start_trip of the same driver (its app gave up on
+		// this decline, or sends both at once) must not start a trip whose
+		// booking is letting go.
+		next, err := s.driver.Apply(ctx, driverID, driver.Transition{Event: driver.EventBackOut, BookingID: bookingID, Until: tr.Until}, now)
+		if err != nil {
+			return next, err
+		}
+		d = next
 	}
 	// What the decline would do, checked before the booking lets go.
 	if _, err := driver.Apply(d, tr, now); err != nil {

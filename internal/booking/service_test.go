@@ -286,6 +286,17 @@ func (f *fakeFleet) Apply(ctx context.Context, id string, tr driver.Transition, 
 	return next, nil
 }
 
+// acceptedByD1 is a booking created while d1 is free, and accepted by d1.
+func (r *rig) acceptedByD1(t *testing.T) Booking {
+	t.Helper()
+	ctx := context.Background()
+	b, _ := r.svc.Create(ctx, req("k"))
+	if _, err := r.svc.Respond(ctx, "d1", b.ID, true); err != nil {
+		t.Fatalf("accept: %v", err)
+	}
+	return b
+}
+
 // comesOnline makes id the only free driver, available.
 func (f *fakeFleet) comesOnline(id string) {
 	f.mu.Lock()
@@ -1071,10 +1082,7 @@ func TestADriversLateDeclineNeverFreesItsBookingsNextReservation(t *testing.T) {
 func TestADriverWhoAcceptedCanStillBackOut(t *testing.T) {
 	ctx := context.Background()
 	r := newRig(t, "d1")
-	b, _ := r.svc.Create(ctx, req("k"))
-	if _, err := r.svc.Respond(ctx, "d1", b.ID, true); err != nil {
-		t.Fatalf("accept: %v", err)
-	}
+	b := r.acceptedByD1(t)
 	r.clk.add(16 * time.Second) // the reservation (15 s) lapses before the trip starts
 	if _, err := r.svc.StartTrip(ctx, "d1", b.ID); err == nil {
 		t.Fatal("a trip started on a lapsed reservation")
@@ -1104,10 +1112,7 @@ func TestADriverWhoBacksOutOfAnAcceptedBookingSendsItSearchingAgain(t *testing.T
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			r := newRig(t, "d1")
-			b, _ := r.svc.Create(ctx, req("k"))
-			if _, err := r.svc.Respond(ctx, "d1", b.ID, true); err != nil {
-				t.Fatalf("accept: %v", err)
-			}
+			b := r.acceptedByD1(t)
 			r.clk.add(tt.after)
 			if _, err := r.svc.Respond(ctx, "d1", b.ID, false); err != nil {
 				t.Fatalf("the decline after the accept = %v, want done", err)
@@ -1145,10 +1150,7 @@ func TestADriverWhoBacksOutOfAnAcceptedBookingSendsItSearchingAgain(t *testing.T
 func TestAHeldDeclineNeverUndoesALaterAcceptanceOfTheSameBooking(t *testing.T) {
 	ctx := context.Background()
 	r := newRig(t, "d1")
-	b, _ := r.svc.Create(ctx, req("k"))
-	if _, err := r.svc.Respond(ctx, "d1", b.ID, true); err != nil {
-		t.Fatalf("accept: %v", err)
-	}
+	b := r.acceptedByD1(t)
 	held := false
 	r.store.beforeUpdate = func(old, next Booking) {
 		if held || old.Status != Accepted || next.Status != Searching {
@@ -1175,6 +1177,58 @@ func TestAHeldDeclineNeverUndoesALaterAcceptanceOfTheSameBooking(t *testing.T) {
 	if d := r.fleet.status("d1"); got.Status != Accepted || got.DriverID != "d1" || !d.Accepted || d.BookingID != b.ID {
 		t.Errorf("after the held decline the booking is %s with %q and d1 is %s (accepted %t) for %q; want both still accepted",
 			got.Status, got.DriverID, d.Status, d.Accepted, d.BookingID)
+	}
+}
+
+// A driver's start_trip that reaches its record while its own back-out
+// runs (its app gave up on the decline, or sent both at once) is refused:
+// the back-out withdraws the accept before the booking lets go. Before,
+// the trip started between the booking's step and the driver's, the
+// back-out was then refused, and the booking, searching, took a second
+// driver for a rider already on the way (a reviewer found it, 2026-12-06).
+func TestATripCannotStartWhileItsDriverBacksOut(t *testing.T) {
+	ctx := context.Background()
+	r := newRig(t, "d1")
+	b := r.acceptedByD1(t)
+	var started error
+	r.store.beforeUpdate = func(old, next Booking) {
+		if old.Status == Accepted && next.Status == Searching {
+			r.store.beforeUpdate = nil
+			_, started = r.svc.StartTrip(ctx, "d1", b.ID)
+		}
+	}
+	if _, err := r.svc.Respond(ctx, "d1", b.ID, false); err != nil {
+		t.Fatalf("the back-out = %v, want done", err)
+	}
+	if started == nil {
+		t.Error("a trip started while its driver backed out")
+	}
+	got, _ := r.store.Get(ctx, b.ID)
+	if d := r.fleet.status("d1"); d.Status != driver.StatusAvailable || got.Status != Searching {
+		t.Errorf("after the back-out d1 is %s and the booking %s; want available and searching", d.Status, got.Status)
+	}
+}
+
+// An instance that stopped after withdrawing a driver's accept (the
+// back-out's first step) leaves the driver reserved for a booking still
+// accepted with it. The sweep, once the reservation lapsed, finishes the
+// back-out: the booking lets go, then the driver is freed. Without it the
+// accepted booking would hold the driver for ever (an accepted booking
+// holds its driver, so the sweep left it alone).
+func TestTheSweepFinishesABackOutThatStoppedHalfWay(t *testing.T) {
+	ctx := context.Background()
+	r := newRig(t, "d1")
+	b := r.acceptedByD1(t)
+	d := r.fleet.status("d1")
+	if _, err := r.fleet.Apply(ctx, "d1", driver.Transition{Event: driver.EventBackOut, BookingID: b.ID, Until: d.ReservedUntil}, r.clk.now()); err != nil {
+		t.Fatal(err) // the first step, and then the instance stops
+	}
+	r.clk.add(time.Minute)
+	r.svc.reserved = &fakeReservations{lapsed: []driver.Driver{r.fleet.status("d1")}}
+	r.svc.sweep(ctx)
+	got, _ := r.store.Get(ctx, b.ID)
+	if d := r.fleet.status("d1"); d.Status != driver.StatusAvailable || got.Status != Searching {
+		t.Errorf("after the sweep d1 is %s and the booking %s with %q; want available and searching", d.Status, got.Status, got.DriverID)
 	}
 }
 

@@ -3,6 +3,8 @@ package booking
 import (
 	"context"
 	"errors"
+
+	"github.com/apollo-platform/apollo/internal/driver"
 )
 
 // sweepBatch bounds the lapsed reservations one scan settles.
@@ -33,7 +35,7 @@ func (s *Service) sweep(ctx context.Context) {
 	for _, d := range lapsed {
 		// A booking that still names its driver frees it itself (its
 		// expiry, or the accept it settles): the sweep is for the others.
-		if s.holds(ctx, d.BookingID, d.ID) {
+		if s.holds(ctx, d) {
 			continue
 		}
 		err := s.driver.Release(ctx, d.ID, d.BookingID, d.ReservedUntil, !d.Accepted, now)
@@ -45,15 +47,31 @@ func (s *Service) sweep(ctx context.Context) {
 	}
 }
 
-// holds reports whether booking id holds driverID. When the booking cannot
-// be read, it is taken to hold the driver: the next sweep looks again.
-func (s *Service) holds(ctx context.Context, id, driverID string) bool {
-	b, err := s.store.Get(ctx, id)
+// holds reports whether the booking of d's lapsed reservation holds d.
+// When the booking cannot be read, it is taken to hold the driver: the
+// next sweep looks again. An accepted booking whose driver's accept was
+// withdrawn is a back-out that stopped half way (Respond): the booking
+// lets go of the driver here, before the sweep frees it.
+func (s *Service) holds(ctx context.Context, d driver.Driver) bool {
+	b, err := s.store.Get(ctx, d.BookingID)
 	if errors.Is(err, ErrNotFound) {
 		return false
 	}
-	if err != nil {
-		return true
+	if err != nil || b.DriverID != d.ID {
+		return err != nil
 	}
-	return b.DriverID == driverID && (b.Status == Allocated || b.Status == Accepted)
+	switch b.Status {
+	case Allocated:
+		return true
+	case Accepted:
+		if d.Accepted {
+			return true
+		}
+		err := s.follow(ctx, b.ID, d.ID, Searching, d.ReservedUntil)
+		if err != nil {
+			s.log.Warn("finish a driver's back-out", "driver", d.ID, "booking", b.ID, "err", err)
+		}
+		return err != nil
+	}
+	return false
 }

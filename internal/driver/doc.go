@@ -20,6 +20,11 @@
 //	                                 +-------------- | on_trip | <--+  [Accepted,
 //	                                                 +---------+        now < ReservedUntil]
 //
+// back_out(b) withdraws an accept and keeps the reservation (reserved,
+// Accepted → reserved): the booking pipeline sends it first when a driver
+// who accepted declines, so that no trip can start while the booking lets
+// go; the decline then frees the driver. Drivers' apps cannot send it.
+//
 // Every other (status, event) pair is illegal and fails with a
 // *TransitionError. b is the booking the driver holds: an event naming any
 // other fails with ErrWrongBooking, so a late expiry or decline for an

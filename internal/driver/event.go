@@ -7,9 +7,13 @@ type Event string
 const (
 	EventGoOnline  Event = "go_online"
 	EventGoOffline Event = "go_offline"
-	EventReserve   Event = "reserve"    // by one booking, until an expiry
-	EventAccept    Event = "accept"     // the driver accepts the reservation
-	EventDecline   Event = "decline"    // the driver declines the reservation
+	EventReserve   Event = "reserve" // by one booking, until an expiry
+	EventAccept    Event = "accept"  // the driver accepts the reservation
+	EventDecline   Event = "decline" // the driver declines the reservation
+	// EventBackOut withdraws a driver's accept, keeping the reservation: the
+	// first step of a driver backing out of a booking it accepted, so that
+	// no trip can start while the booking lets go (then a decline frees it).
+	EventBackOut   Event = "back_out"
 	EventExpire    Event = "expire"     // the reservation lapsed
 	EventStartTrip Event = "start_trip" // the rider is picked up
 	EventEndTrip   Event = "end_trip"
@@ -19,7 +23,7 @@ const (
 func Events() []Event {
 	return []Event{
 		EventGoOnline, EventGoOffline, EventReserve, EventAccept,
-		EventDecline, EventExpire, EventStartTrip, EventEndTrip,
+		EventDecline, EventBackOut, EventExpire, EventStartTrip, EventEndTrip,
 	}
 }
 
@@ -54,7 +58,7 @@ func (e *Event) UnmarshalText(text []byte) error {
 // booking and so must name it.
 func (e Event) bookingScoped() bool {
 	switch e {
-	case EventAccept, EventDecline, EventExpire, EventStartTrip, EventEndTrip:
+	case EventAccept, EventDecline, EventBackOut, EventExpire, EventStartTrip, EventEndTrip:
 		return true
 	}
 	return false

@@ -10,9 +10,10 @@ import (
 type Transition struct {
 	Event     Event
 	BookingID string // every event but go_online and go_offline: the booking concerned
-	// Until: reserve: when the reservation lapses, after now. Decline and
-	// expire: the end of the reservation to release, or zero for
-	// whichever the driver holds for BookingID. A booking can reserve the
+	// Until: reserve: when the reservation lapses, after now. Decline,
+	// expire and back_out: the end of the reservation to release (or whose
+	// accept to withdraw), or zero for whichever the driver holds for
+	// BookingID. A booking can reserve the
 	// same driver again (declined, then allocated anew), and a release
 	// meant for its earlier reservation must not end the later one.
 	Until    time.Time
@@ -29,7 +30,7 @@ func target(from Status, ev Event) (Status, bool) {
 		return StatusOffline, true
 	case from == StatusAvailable && ev == EventReserve:
 		return StatusReserved, true
-	case from == StatusReserved && ev == EventAccept:
+	case from == StatusReserved && (ev == EventAccept || ev == EventBackOut):
 		return StatusReserved, true
 	case from == StatusReserved && (ev == EventDecline || ev == EventExpire):
 		return StatusAvailable, true
@@ -73,7 +74,7 @@ func Apply(d Driver, tr Transition, now time.Time) (Driver, error) {
 		return d, fmt.Errorf("driver: %s for booking %.64q, which the driver does not hold: %w",
 			tr.Event, tr.BookingID, ErrWrongBooking)
 	}
-	if releases(tr.Event) && !tr.Until.IsZero() && !SameReservationEnd(tr.Until, d.ReservedUntil) {
+	if namesReservation(tr.Event) && !tr.Until.IsZero() && !SameReservationEnd(tr.Until, d.ReservedUntil) {
 		return d, fmt.Errorf("driver: %s of booking %.64q's reservation until %s, which the driver no longer holds (the booking reserved it again): %w",
 			tr.Event, tr.BookingID, tr.Until.UTC().Format(time.RFC3339Nano), ErrWrongBooking)
 	}
@@ -91,6 +92,8 @@ func Apply(d Driver, tr Transition, now time.Time) (Driver, error) {
 		next.BookingID, next.ReservedUntil, next.Accepted = tr.BookingID, tr.Until, false
 	case EventAccept:
 		next.Accepted = true
+	case EventBackOut:
+		next.Accepted = false
 	case EventStartTrip:
 		// A trip does not lapse; the reservation fields are done with.
 		next.ReservedUntil, next.Accepted = time.Time{}, false
@@ -124,6 +127,12 @@ func checkPreconditions(d Driver, tr Transition, now time.Time) error {
 			return &TransitionError{From: d.Status, Event: tr.Event, Reason: "reservation not accepted"}
 		}
 		return checkNotLapsed(d, tr, now)
+	case EventBackOut:
+		// Allowed once the reservation has lapsed too: the back-out is an
+		// accepted driver's only way out then.
+		if !d.Accepted {
+			return &TransitionError{From: d.Status, Event: tr.Event, Reason: "reservation not accepted"}
+		}
 	case EventExpire:
 		// An accepted reservation is held by its booking: it no longer
 		// lapses. Expiring it would free a driver on the way to a rider
@@ -140,7 +149,12 @@ func checkPreconditions(d Driver, tr Transition, now time.Time) error {
 }
 
 // releases reports whether ev ends a reservation.
-func releases(ev Event) bool { return ev == EventDecline || ev == EventExpire }
+// namesReservation reports an event that may name the reservation it is
+// for (Transition.Until), so that one meant for an earlier reservation of
+// the same booking cannot act on a later one.
+func namesReservation(ev Event) bool {
+	return ev == EventDecline || ev == EventExpire || ev == EventBackOut
+}
 
 // SameReservationEnd reports whether two reservation ends are the same
 // one. Stores keep them to the millisecond (a driver's record does), so

@@ -86,6 +86,10 @@ func TestApplyEveryPair(t *testing.T) {
 				d.Status, d.ReservedUntil, d.Accepted = StatusOnTrip, time.Time{}, false
 				return d
 			},
+			EventBackOut: func(d Driver) Driver {
+				d.Accepted = false
+				return d
+			},
 		},
 		StatusOnTrip: {
 			EventEndTrip: func(d Driver) Driver {
@@ -98,7 +102,8 @@ func TestApplyEveryPair(t *testing.T) {
 	for _, from := range Statuses() {
 		for _, ev := range Events() {
 			t.Run(string(from)+"/"+string(ev), func(t *testing.T) {
-				d := inStatus(from, ev == EventStartTrip)
+				accepted := ev == EventStartTrip || ev == EventBackOut
+				d := inStatus(from, accepted)
 				tr, now := wellFormed(ev)
 				got, err := Apply(d, tr, now)
 
@@ -122,7 +127,7 @@ func TestApplyEveryPair(t *testing.T) {
 				if err != nil {
 					t.Fatalf("Apply = %v, want success", err)
 				}
-				want := wantFn(inStatus(from, ev == EventStartTrip))
+				want := wantFn(inStatus(from, accepted))
 				want.Version++
 				if !reflect.DeepEqual(got, want) {
 					t.Errorf("Apply =\n%+v\nwant\n%+v", got, want)
@@ -176,12 +181,20 @@ func TestApplyPreconditions(t *testing.T) {
 			ErrReservationExpired, "reservation lapsed"},
 		{"start another booking", accepted, Transition{Event: EventStartTrip, BookingID: "b2"}, t0,
 			ErrWrongBooking, "does not hold"},
+		{"back out of an unaccepted reservation", reserved, Transition{Event: EventBackOut, BookingID: "b1"}, t0,
+			ErrIllegalTransition, "driver: cannot back_out from reserved: reservation not accepted"},
+		{"back out of another booking", accepted, Transition{Event: EventBackOut, BookingID: "b0"}, t0,
+			ErrWrongBooking, "does not hold"},
+		{"back out of an earlier reservation of the booking", accepted, Transition{Event: EventBackOut, BookingID: "b1", Until: lapse.Add(-time.Second)}, t0,
+			ErrWrongBooking, "no longer holds"},
+		{"back out of a trip", inStatus(StatusOnTrip, false), Transition{Event: EventBackOut, BookingID: "b1"}, t0,
+			ErrIllegalTransition, "not allowed"},
 		{"end another trip", inStatus(StatusOnTrip, false), Transition{Event: EventEndTrip, BookingID: "b2"}, t0,
 			ErrWrongBooking, "does not hold"},
 		{"illegal wins over wrong booking", inStatus(StatusOnTrip, false), Transition{Event: EventDecline, BookingID: "b2"}, t0,
 			ErrIllegalTransition, "not allowed"},
 		{"unknown event", reserved, Transition{Event: "teleport"}, t0,
-			ErrInvalidArgument, `event must be one of go_online, go_offline, reserve, accept, decline, expire, start_trip, end_trip, got "teleport"`},
+			ErrInvalidArgument, `event must be one of go_online, go_offline, reserve, accept, decline, back_out, expire, start_trip, end_trip, got "teleport"`},
 		{"unknown status", Driver{ID: "d"}, Transition{Event: EventGoOnline, Services: []string{"car"}}, t0,
 			ErrInvalidArgument, `status must be one of offline, available, reserved, on_trip, got ""`},
 	}
@@ -313,5 +326,23 @@ func TestApplyCorruptDriverWithoutBooking(t *testing.T) {
 	d.BookingID = "" // as if storage lost the field
 	if _, err := Apply(d, Transition{Event: EventAccept}, t0); !errors.Is(err, ErrWrongBooking) {
 		t.Errorf("accept with no booking on either side = %v, want ErrWrongBooking", err)
+	}
+}
+
+// A driver whose accepted reservation lapsed before the trip started can
+// still back out: it is its only way out (a trip can no longer start).
+// The back-out withdraws the accept and keeps the reservation, so that the
+// booking can let go before the driver is freed.
+func TestABackOutWithdrawsTheAcceptEvenAfterTheLapse(t *testing.T) {
+	d := inStatus(StatusReserved, true)
+	got, err := Apply(d, Transition{Event: EventBackOut, BookingID: d.BookingID, Until: d.ReservedUntil}, d.ReservedUntil.Add(time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Status != StatusReserved || got.Accepted || got.BookingID != d.BookingID || !got.ReservedUntil.Equal(d.ReservedUntil) || got.Version != d.Version+1 {
+		t.Errorf("after the back-out: %+v, want reserved for %s, not accepted, same end, one version on", got, d.BookingID)
+	}
+	if _, err := Apply(got, Transition{Event: EventStartTrip, BookingID: d.BookingID}, t0); !errors.Is(err, ErrIllegalTransition) {
+		t.Errorf("start_trip after the back-out = %v, want refused", err)
 	}
 }

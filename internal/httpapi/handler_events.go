@@ -9,8 +9,10 @@ import (
 )
 
 // publicEvents are the events a driver's app may send. reserve and expire
-// belong to dispatch: letting a client send them would let anyone reserve
-// a driver outside the booking pipeline or cancel someone's reservation.
+// belong to dispatch, and back_out to the booking pipeline (a decline's
+// first step): letting a client send them would let anyone reserve a
+// driver outside the booking pipeline, cancel someone's reservation, or
+// withdraw an accept while its booking still holds the driver.
 func publicEvents() []driver.Event {
 	return []driver.Event{
 		driver.EventGoOnline, driver.EventGoOffline, driver.EventAccept,
@@ -33,7 +35,7 @@ func (req eventRequest) transition() (driver.Transition, error) {
 		return driver.Transition{}, invalid("type", "is required")
 	}
 	ev := driver.Event(*req.Type)
-	if ev == driver.EventReserve || ev == driver.EventExpire {
+	if ev == driver.EventReserve || ev == driver.EventExpire || ev == driver.EventBackOut {
 		return driver.Transition{}, invalid("type", "%q is made by dispatch and cannot be sent through the API", ev)
 	}
 	if !slices.Contains(publicEvents(), ev) {

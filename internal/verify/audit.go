@@ -41,6 +41,7 @@ func Audits() []Audit {
 		{Code: CodeDeclineKeptBooking, Run: DeclinesKeptBookings},
 		{Code: CodeAcceptedUnasked, Run: AcceptedUnasked},
 		{Code: CodeReopenedUnasked, Run: ReopenedUnasked},
+		{Code: CodeUnacceptedUnasked, Run: UnacceptedUnasked},
 		{Code: CodeOrphanReservation, Skip: noFinal, Run: OrphanReservations},
 		{Code: CodeReservationOverdue, Skip: overdueUnjudged, Run: OverdueReservations},
 		{Code: CodeBookingStuck, Skip: noFinal, Run: StuckBookings},

@@ -91,3 +91,59 @@ func bookingAnswer(op Op) bool {
 	return op.BookingID != "" && op.Seen.Status != "" && (op.ID < 0 || op.Outcome == OK && op.Status < 300) &&
 		(op.Kind == ReadBooking || op.Kind == CreateBooking || op.Kind == CancelBooking)
 }
+
+// CodeUnacceptedUnasked: a driver's accept was withdrawn though the
+// driver sent no decline of its booking.
+const CodeUnacceptedUnasked = "unaccepted_unasked"
+
+// UnacceptedUnasked checks that a driver's accept is withdrawn (reserved
+// for the same booking, no longer accepted, at a later version) only by
+// the driver backing out: after a decline of that booking it sent,
+// invoked before the answer showing it returned, of any outcome. The
+// driver model allows the withdrawal as a move it does not see (the
+// back-out's first step, seen by a read while the back-out runs or after
+// its instance stopped), so a pipeline that withdrew accepts on its own
+// would pass it; this audit would not. One violation a driver and booking.
+func UnacceptedUnasked(h History) []Violation {
+	declines := h.firstSent(true, driver.EventDecline)
+	reads := append(append([]Op(nil), h.Ops...), h.finalReads()...)
+	accepted := map[[2]string][]Op{} // by driver and booking
+	var withdrawn []Op
+	for _, op := range reads {
+		if !driverAnswer(op) || op.Seen.Status != string(driver.StatusReserved) {
+			continue
+		}
+		k := [2]string{op.DriverID, op.Seen.BookingID}
+		if op.Seen.Accepted {
+			accepted[k] = append(accepted[k], op)
+		} else {
+			withdrawn = append(withdrawn, op)
+		}
+	}
+	reported := map[[2]string]bool{}
+	var out []Violation
+	for _, later := range withdrawn {
+		k := [2]string{later.DriverID, later.Seen.BookingID}
+		if reported[k] || declines.of(k[0], k[1]) <= later.Return {
+			continue
+		}
+		for _, was := range accepted[k] {
+			if was.Seen.Version >= later.Seen.Version {
+				continue
+			}
+			reported[k] = true
+			out = append(out, Violation{Code: CodeUnacceptedUnasked, Drivers: []string{k[0]}, Bookings: nonEmpty(k[1]), Ops: opIDs([]Op{was, later}),
+				Message: fmt.Sprintf("driver %s, which accepted booking %s at version %d (%s), was reserved for it unaccepted at version %d (%s), and had sent no decline of it",
+					k[0], k[1], was.Seen.Version, describeOps([]Op{was}), later.Seen.Version, describeOps([]Op{later}))})
+			break
+		}
+	}
+	return out
+}
+
+// driverAnswer reports an answer that shows a driver: an OK read or
+// event, or the final state's stand-in.
+func driverAnswer(op Op) bool {
+	return op.DriverID != "" && op.Seen.Status != "" && (op.ID < 0 || op.Outcome == OK && op.Status < 300) &&
+		(op.Kind == ReadDriver || op.Kind == DriverEvent)
+}

@@ -48,3 +48,22 @@ func TestReopenedUnasked(t *testing.T) {
 			readBooking("b1", 1, 2, accepted), readBooking("b1", 1.5, 2.5, bk("searching", "", 4))), 0},
 	})
 }
+
+func TestUnacceptedUnasked(t *testing.T) {
+	accepted, withdrawn := drv("reserved", "b1", true, 3), drv("reserved", "b1", false, 4)
+	runAudit(t, UnacceptedUnasked, CodeUnacceptedUnasked, []auditCase{
+		{"withdrawn while its driver backed out", history(
+			readDriver("d1", 1, 1.1, accepted), eventUnknown("d1", "decline", "b1", 2, 5), readDriver("d1", 3, 3.1, withdrawn)), 0},
+		{"withdrawn with no back-out", history(readDriver("d1", 1, 1.1, accepted), readDriver("d1", 3, 3.1, withdrawn)), 1},
+		{"withdrawn in the final state with no back-out", withFinal(history(readDriver("d1", 1, 1.1, accepted)), 20,
+			nil, map[string]State{"d1": withdrawn}), 1},
+		{"the back-out came after", history(
+			readDriver("d1", 1, 1.1, accepted), readDriver("d1", 3, 3.1, withdrawn), eventOK("d1", "decline", "b1", 4, 4.1, drv("available", "", false, 5))), 1},
+		{"a decline of another booking", history(
+			readDriver("d1", 1, 1.1, accepted), eventRefused("d1", "decline", "b0", 2, 2.1), readDriver("d1", 3, 3.1, withdrawn)), 1},
+		{"reserved before the accept (an older version)", history(
+			readDriver("d1", 1, 1.1, drv("reserved", "b1", false, 2)), readDriver("d1", 3, 3.1, accepted)), 0},
+		{"reserved again for another booking", history(
+			readDriver("d1", 1, 1.1, accepted), readDriver("d1", 3, 3.1, drv("reserved", "b2", false, 7))), 0},
+	})
+}

@@ -10,10 +10,14 @@ import (
 )
 
 // driverLife is what the workers do to a driver (see DriverModel).
+// Accepted → reserved is the first step of a driver's back-out (its
+// accept withdrawn while its booking lets go), seen by a read while the
+// decline runs or after its instance stopped; UnacceptedUnasked ties it to
+// the driver's decline.
 var driverLife = newLifecycle(map[string][]move{
 	string(driver.StatusAvailable): {{to: string(driver.StatusReserved), ref: refAny}},
 	string(driver.StatusReserved):  {{to: string(driver.StatusAvailable), ref: refClear}},
-	driverAccepted:                 {{to: string(driver.StatusAvailable), ref: refClear}},
+	driverAccepted:                 {{to: string(driver.StatusAvailable), ref: refClear}, {to: string(driver.StatusReserved), ref: refKeep}},
 })
 
 // driverAccepted is a reserved driver who accepted: a status of its own

@@ -58,8 +58,14 @@ func TestDriverRegister(t *testing.T) {
 		), broken},
 		{"an accept answered OK whose effect a later read contradicts", with(
 			eventOK(d, "accept", "b1", 2, 2.1, drv("reserved", "b1", true, 3)),
-			readDriver(d, 10, 10.1, drv("reserved", "b1", false, 4)), // one move from accepted leads to available only
+			readDriver(d, 10, 10.1, drv("reserved", "b1", false, 3)), // the accept's own version, unaccepted
 		), broken},
+		// One move on, unaccepted, is a back-out's first step: the model
+		// allows it, and UnacceptedUnasked asks for the driver's decline.
+		{"an accept withdrawn one move on", with(
+			eventOK(d, "accept", "b1", 2, 2.1, drv("reserved", "b1", true, 3)),
+			readDriver(d, 10, 10.1, drv("reserved", "b1", false, 4)),
+		), ok},
 		{"an accepted reservation read for another booking with no accept of it", with(
 			eventOK(d, "accept", "b1", 2, 2.1, drv("reserved", "b1", true, 3)),
 			readDriver(d, 10, 10.1, drv("reserved", "b2", true, 5)),

@@ -38,6 +38,8 @@ func TestLifecycleReach(t *testing.T) {
 		{"a driver is reserved for some booking", driverLife, at("available", "", 1), seen{"reserved", "b1", 2}, true},
 		{"an accepted reservation is freed by the sweep, then another made", driverLife, at(driverAccepted, "b1", 3), seen{"reserved", "b2", 5}, true},
 		{"only an accept makes an accepted reservation", driverLife, at(driverAccepted, "b1", 3), seen{driverAccepted, "b2", 5}, false},
+		{"a back-out withdraws an accept, keeping the reservation", driverLife, at(driverAccepted, "b1", 3), seen{"reserved", "b1", 4}, true},
+		{"a withdrawn accept keeps its booking", driverLife, at(driverAccepted, "b1", 3), seen{"reserved", "b2", 4}, false},
 		{"a reservation is not moved to another booking in one move", driverLife, at("reserved", "b1", 2), seen{"reserved", "b2", 3}, false},
 		{"the workers never take a driver off line", driverLife, at("available", "", 1), seen{"offline", "", 2}, false},
 	}
