@@ -156,6 +156,12 @@ func (w *workload) driver(ctx context.Context, client int, id string, rng *rand.
 	}
 }
 
+// acceptedWatch is how many more times a rider reads a booking once it is
+// accepted (a poll every 200–500 ms): longer than a driver takes to start
+// the trip or back out (200 ms to 1 s), so that the booking model sees a
+// back-out's booking search again.
+const acceptedWatch = 6
+
 // backOutShare is the share of accepted bookings whose driver backs out
 // before the trip starts.
 const backOutShare = 0.1
@@ -214,13 +220,17 @@ func (w *workload) rider(ctx context.Context, client int, riderID string, rng, d
 		if rng.Float64() < 0.15 {
 			cancelAt = rng.IntN(6)
 		}
+		watched := 0 // polls of the booking once accepted
 		for poll := 0; ctx.Err() == nil && poll < 200; poll++ {
 			if poll == cancelAt {
 				o := Op{Client: client, Kind: CancelBooking, BookingID: id, Instance: w.instance()}
 				w.rec.do(ctx, o, http.MethodPost, "/v1/bookings/"+id+"/cancel", nil, nil)
 			}
 			r := w.rec.do(ctx, Op{Client: client, Kind: ReadBooking, BookingID: id, Instance: w.instance()}, http.MethodGet, "/v1/bookings/"+id, nil, nil)
-			if r.Outcome == OK && (r.Status == http.StatusNotFound && poll > 3 || settled(r.Seen.Status)) {
+			accepted := r.Outcome == OK && r.Seen.Status == string(booking.Accepted)
+			if accepted && watched < acceptedWatch {
+				watched++ // until its driver is on the way: it may back out
+			} else if r.Outcome == OK && (r.Status == http.StatusNotFound && poll > 3 || settled(r.Seen.Status)) {
 				break
 			}
 			sleep(ctx, time.Duration(200+rng.IntN(300))*time.Millisecond)
