@@ -58,7 +58,7 @@ func (s *Service) Respond(ctx context.Context, driverID, bookingID string, accep
 		if err != nil {
 			next = d // a repeated accept: make sure the booking follows
 		}
-		return next, s.follow(ctx, bookingID, driverID, Accepted, time.Time{})
+		return next, s.follow(ctx, bookingID, driverID, Accepted, time.Time{}, false)
 	}
 	if d.Status == driver.StatusReserved && d.BookingID == bookingID {
 		// The reservation the driver answers: a decline held up after the
@@ -66,27 +66,32 @@ func (s *Service) Respond(ctx context.Context, driverID, bookingID string, accep
 		// the same driver, which a worker may have made meanwhile.
 		tr.Until = d.ReservedUntil
 	}
-	if d.Status == driver.StatusReserved && acceptedAlready(d, bookingID) {
-		// Backing out: a start_trip of the same driver (its app gave up on
-		// this decline, or sends both at once) must not start a trip whose
-		// booking is letting go.
-		next, err := s.driver.Apply(ctx, driverID, driver.Transition{Event: driver.EventBackOut, BookingID: bookingID, Until: tr.Until}, now)
-		if err != nil {
-			return next, err
-		}
-		d = next
-	}
-	// What the decline would do, checked before the booking lets go.
+	// What the decline would do, checked before anything is written.
 	if _, err := driver.Apply(d, tr, now); err != nil {
 		return d, err
 	}
+	if d.Status == driver.StatusReserved && acceptedAlready(d, bookingID) {
+		// Backing out: the accept is withdrawn for good first, so that no
+		// start_trip (or accept sent again) of the same driver, from an app
+		// that gave up on this decline or sends both at once, can start a
+		// trip whose booking is letting go.
+		next, err := s.driver.Apply(ctx, driverID, driver.Transition{Event: driver.EventBackOut, BookingID: bookingID, Until: tr.Until}, now)
+		if err != nil {
+			return next, asDecline(err)
+		}
+		d = next
+	}
+	// Only a withdrawn accept lets an accepted booking go: a decline that
+	// read the driver before its accept landed must not reopen a booking
+	// whose trip may be starting (follow answers ErrChanging instead).
+	reopen := d.Status == driver.StatusReserved && d.BookingID == bookingID && d.Withdrawn
 	if _, ok := ctx.Deadline(); !ok {
 		// Bounded, so that a booking the decline reopens is due then (follow).
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, s.cfg.ClaimHold)
 		defer cancel()
 	}
-	if err := s.follow(ctx, bookingID, driverID, Searching, tr.Until); err != nil && !errors.Is(err, ErrIllegal) {
+	if err := s.follow(ctx, bookingID, driverID, Searching, tr.Until, reopen); err != nil && !errors.Is(err, ErrIllegal) {
 		return d, err
 	}
 	next, err := s.driver.Apply(ctx, driverID, tr, now)
@@ -112,6 +117,17 @@ func (s *Service) beforeLapse(ctx context.Context, d driver.Driver, bookingID st
 	return context.WithTimeout(ctx, left)
 }
 
+// asDecline words a refused back-out as the decline the driver sent.
+func asDecline(err error) error {
+	var te *driver.TransitionError
+	if !errors.As(err, &te) || te.Event != driver.EventBackOut {
+		return err
+	}
+	declined := *te
+	declined.Event = driver.EventDecline
+	return &declined
+}
+
 // acceptedAlready reports a driver who accepted bookingID already (and may
 // have started the trip).
 func acceptedAlready(d driver.Driver, bookingID string) bool {
@@ -127,11 +143,13 @@ func acceptedAlready(d driver.Driver, bookingID string) bool {
 // hold the driver is ErrIllegal, and so is one holding it under another
 // reservation than the one ending at until (when set): a decline held up
 // until the driver was reserved for the booking again, and accepted it
-// again, must not undo that.
-// A booking still searching when the driver accepted it is
-// ErrChanging: the allocation's update naming the driver may be in flight,
-// and the accept, recorded on the driver, then stands.
-func (s *Service) follow(ctx context.Context, id, driverID string, to Status, until time.Time) error {
+// again, must not undo that. An accepted booking goes back to searching
+// only with reopen (its driver's accept withdrawn); without, it is
+// ErrChanging: the driver accepted after the caller read it. A booking
+// still searching when the driver accepted it is ErrChanging too: the
+// allocation's update naming the driver may be in flight, and the accept,
+// recorded on the driver, then stands.
+func (s *Service) follow(ctx context.Context, id, driverID string, to Status, until time.Time, reopen bool) error {
 	for range casAttempts {
 		b, err := s.store.Get(ctx, id)
 		if err != nil {
@@ -156,6 +174,9 @@ func (s *Service) follow(ctx context.Context, id, driverID string, to Status, un
 				return err
 			}
 			continue
+		}
+		if b.Status == Accepted && to == Searching && !reopen && b.DriverID == driverID {
+			return fmt.Errorf("%w: driver %s accepted booking %s meanwhile: send the decline again", ErrChanging, driverID, b.ID)
 		}
 		if !answerable(b, to) || b.DriverID != driverID {
 			return fmt.Errorf("%w: booking %s is %s with driver %q", ErrIllegal, b.ID, b.Status, b.DriverID)
@@ -207,7 +228,7 @@ func (s *Service) StartTrip(ctx context.Context, driverID, bookingID string) (dr
 	if _, err := driver.Apply(d, tr, now); err != nil {
 		return d, err
 	}
-	if err := s.follow(ctx, bookingID, driverID, Accepted, time.Time{}); err != nil {
+	if err := s.follow(ctx, bookingID, driverID, Accepted, time.Time{}, false); err != nil {
 		return d, err
 	}
 	return s.driver.Apply(ctx, driverID, tr, now)

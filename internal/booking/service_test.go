@@ -1232,6 +1232,79 @@ func TestTheSweepFinishesABackOutThatStoppedHalfWay(t *testing.T) {
 	}
 }
 
+// getHook runs hook once, right after the next driver read: as an
+// instance paused between reading the driver and acting on what it read.
+type getHook struct {
+	*fakeFleet
+	hook func()
+}
+
+func (g *getHook) Get(ctx context.Context, id string) (driver.Driver, error) {
+	d, err := g.fakeFleet.Get(ctx, id)
+	if h := g.hook; h != nil {
+		g.hook = nil
+		h()
+	}
+	return d, err
+}
+
+// A decline that read its driver before the driver's accept landed does
+// not reopen the booking the accept then made accepted: only a withdrawn
+// accept lets an accepted booking go. Before, it reopened it while the
+// trip that followed the accept started, and the booking searched for a
+// second driver (a reviewer found it, 2026-12-06). It is answered
+// ErrChanging: sent again, it backs out properly, or meets the trip.
+func TestADeclineThatReadItsDriverBeforeTheAcceptCannotReopenTheBooking(t *testing.T) {
+	ctx := context.Background()
+	r := newRig(t, "d1")
+	g := &getHook{fakeFleet: r.fleet}
+	r.svc.driver = g
+	b, _ := r.svc.Create(ctx, req("k")) // allocated to d1
+	var started error
+	g.hook = func() { // the decline has read d1 reserved, not accepted
+		if _, err := r.svc.Respond(ctx, "d1", b.ID, true); err != nil {
+			t.Errorf("accept: %v", err)
+		}
+		_, started = r.svc.StartTrip(ctx, "d1", b.ID)
+	}
+	_, err := r.svc.Respond(ctx, "d1", b.ID, false)
+	if started != nil || !errors.Is(err, ErrChanging) {
+		t.Errorf("start_trip = %v and the decline = %v; want the trip started and the decline ErrChanging", started, err)
+	}
+	got, _ := r.store.Get(ctx, b.ID)
+	if d := r.fleet.status("d1"); d.Status != driver.StatusOnTrip || got.Status != Accepted || got.DriverID != "d1" {
+		t.Errorf("d1 is %s and the booking %s with %q; want d1 on its trip for the booking, accepted with it", d.Status, got.Status, got.DriverID)
+	}
+}
+
+// A back-out is one way: an accept sent again while the booking lets go
+// (the app's retry of an earlier accept) is refused, so no trip can follow
+// it. Before, the accept was taken again and a trip started for a booking
+// that then searched for another driver (a reviewer found it).
+func TestAnAcceptSentAgainDuringABackOutIsRefused(t *testing.T) {
+	ctx := context.Background()
+	r := newRig(t, "d1")
+	b := r.acceptedByD1(t)
+	var accepted, started error
+	r.store.beforeUpdate = func(old, next Booking) {
+		if old.Status == Accepted && next.Status == Searching {
+			r.store.beforeUpdate = nil
+			_, accepted = r.svc.Respond(ctx, "d1", b.ID, true)
+			_, started = r.svc.StartTrip(ctx, "d1", b.ID)
+		}
+	}
+	if _, err := r.svc.Respond(ctx, "d1", b.ID, false); err != nil {
+		t.Fatalf("the back-out = %v, want done", err)
+	}
+	if accepted == nil || started == nil {
+		t.Errorf("during the back-out the accept = %v and start_trip = %v; want both refused", accepted, started)
+	}
+	got, _ := r.store.Get(ctx, b.ID)
+	if d := r.fleet.status("d1"); d.Status != driver.StatusAvailable || got.Status != Searching {
+		t.Errorf("after the back-out d1 is %s and the booking %s; want available and searching", d.Status, got.Status)
+	}
+}
+
 // An accept that reaches a booking whose allocation is still being
 // recorded (the driver reserved, the booking's update naming it in
 // flight) is recorded on the driver and answered ErrChanging (503: it may

@@ -64,10 +64,10 @@ func (s *Service) holds(ctx context.Context, d driver.Driver) bool {
 	case Allocated:
 		return true
 	case Accepted:
-		if d.Accepted {
+		if !d.Withdrawn {
 			return true
 		}
-		err := s.follow(ctx, b.ID, d.ID, Searching, d.ReservedUntil)
+		err := s.follow(ctx, b.ID, d.ID, Searching, d.ReservedUntil, true)
 		if err != nil {
 			s.log.Warn("finish a driver's back-out", "driver", d.ID, "booking", b.ID, "err", err)
 		}

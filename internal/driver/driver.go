@@ -19,6 +19,10 @@ type Driver struct {
 	// the driver accepted it; both are zero outside reserved.
 	ReservedUntil time.Time
 	Accepted      bool
+	// Withdrawn: the driver is backing out of the reservation it accepted
+	// (EventBackOut). Neither an accept nor a trip can come any more: the
+	// reservation waits only for its booking to let go, then its release.
+	Withdrawn bool
 
 	// Version counts state transitions. Storage compares it to apply a
 	// transition only to the state it was computed from.

@@ -13,6 +13,7 @@ const (
 	// EventBackOut withdraws a driver's accept, keeping the reservation: the
 	// first step of a driver backing out of a booking it accepted, so that
 	// no trip can start while the booking lets go (then a decline frees it).
+	// One way: the reservation is Withdrawn, and cannot be accepted again.
 	EventBackOut   Event = "back_out"
 	EventExpire    Event = "expire"     // the reservation lapsed
 	EventStartTrip Event = "start_trip" // the rider is picked up

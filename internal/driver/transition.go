@@ -89,17 +89,17 @@ func Apply(d Driver, tr Transition, now time.Time) (Driver, error) {
 	case EventGoOnline:
 		next.Services = slices.Clone(tr.Services)
 	case EventReserve:
-		next.BookingID, next.ReservedUntil, next.Accepted = tr.BookingID, tr.Until, false
+		next.BookingID, next.ReservedUntil, next.Accepted, next.Withdrawn = tr.BookingID, tr.Until, false, false
 	case EventAccept:
 		next.Accepted = true
 	case EventBackOut:
-		next.Accepted = false
+		next.Accepted, next.Withdrawn = false, true
 	case EventStartTrip:
 		// A trip does not lapse; the reservation fields are done with.
 		next.ReservedUntil, next.Accepted = time.Time{}, false
 	}
 	if to == StatusOffline || to == StatusAvailable {
-		next.BookingID, next.ReservedUntil, next.Accepted = "", time.Time{}, false
+		next.BookingID, next.ReservedUntil, next.Accepted, next.Withdrawn = "", time.Time{}, false, false
 	}
 	return next, nil
 }
@@ -120,6 +120,11 @@ func checkPreconditions(d Driver, tr Transition, now time.Time) error {
 	case EventAccept:
 		if d.Accepted {
 			return &TransitionError{From: d.Status, Event: tr.Event, Reason: "reservation already accepted"}
+		}
+		if d.Withdrawn {
+			// One way: an accept sent again while the booking lets go would
+			// let a trip start for a booking searching for another driver.
+			return &TransitionError{From: d.Status, Event: tr.Event, Reason: "the driver is backing out of the reservation"}
 		}
 		return checkNotLapsed(d, tr, now)
 	case EventStartTrip:

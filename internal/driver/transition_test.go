@@ -87,7 +87,7 @@ func TestApplyEveryPair(t *testing.T) {
 				return d
 			},
 			EventBackOut: func(d Driver) Driver {
-				d.Accepted = false
+				d.Accepted, d.Withdrawn = false, true
 				return d
 			},
 		},
@@ -339,10 +339,18 @@ func TestABackOutWithdrawsTheAcceptEvenAfterTheLapse(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.Status != StatusReserved || got.Accepted || got.BookingID != d.BookingID || !got.ReservedUntil.Equal(d.ReservedUntil) || got.Version != d.Version+1 {
-		t.Errorf("after the back-out: %+v, want reserved for %s, not accepted, same end, one version on", got, d.BookingID)
+	if got.Status != StatusReserved || got.Accepted || !got.Withdrawn || got.BookingID != d.BookingID || !got.ReservedUntil.Equal(d.ReservedUntil) || got.Version != d.Version+1 {
+		t.Errorf("after the back-out: %+v, want reserved for %s, withdrawn, same end, one version on", got, d.BookingID)
 	}
-	if _, err := Apply(got, Transition{Event: EventStartTrip, BookingID: d.BookingID}, t0); !errors.Is(err, ErrIllegalTransition) {
-		t.Errorf("start_trip after the back-out = %v, want refused", err)
+	// One way: neither an accept sent again nor a trip can follow.
+	for _, ev := range []Event{EventStartTrip, EventAccept} {
+		if _, err := Apply(got, Transition{Event: ev, BookingID: d.BookingID}, t0); !errors.Is(err, ErrIllegalTransition) {
+			t.Errorf("%s after the back-out = %v, want refused", ev, err)
+		}
+	}
+	// Its release clears it, and so does the next reservation.
+	free, err := Apply(got, Transition{Event: EventDecline, BookingID: d.BookingID, Until: d.ReservedUntil}, t0)
+	if err != nil || free.Withdrawn || free.Status != StatusAvailable {
+		t.Fatalf("the decline after the back-out: %+v, %v", free, err)
 	}
 }

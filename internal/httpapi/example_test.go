@@ -37,5 +37,5 @@ func ExampleNew() {
 	// 200 {"id":"drv-42","services":["car"],"status":"available","location":{"lat":0,"lng":0},"accepted":false,"version":1,"available":false}
 	// 200 {"id":"drv-42","services":["car"],"status":"available","location":{"lat":1.3521,"lng":103.8198},"last_heartbeat":"2024-03-01T12:00:00Z","accepted":false,"version":1,"available":true}
 	// 409 {"error":{"code":"illegal_transition","message":"cannot start_trip from available: not allowed","status":"available"}}
-	// 400 {"error":{"code":"invalid_argument","message":"type \"reserve\" is made by dispatch and cannot be sent through the API"}}
+	// 400 {"error":{"code":"invalid_argument","message":"type \"reserve\" is made by Apollo (dispatch, or the booking pipeline) and cannot be sent through the API"}}
 }

@@ -36,7 +36,7 @@ func (req eventRequest) transition() (driver.Transition, error) {
 	}
 	ev := driver.Event(*req.Type)
 	if ev == driver.EventReserve || ev == driver.EventExpire || ev == driver.EventBackOut {
-		return driver.Transition{}, invalid("type", "%q is made by dispatch and cannot be sent through the API", ev)
+		return driver.Transition{}, invalid("type", "%q is made by Apollo (dispatch, or the booking pipeline) and cannot be sent through the API", ev)
 	}
 	if !slices.Contains(publicEvents(), ev) {
 		return driver.Transition{}, invalid("type", "must be one of %s, got %.32q", eventNames(), *req.Type)

@@ -231,9 +231,11 @@ func TestPostEvent(t *testing.T) {
 			wantStatus: 409, wantCode: httpapi.CodeConflict},
 
 		{name: "reserve is internal", req: post("drv-1", `{"type":"reserve","booking_id":"bk-3"}`),
-			wantStatus: 400, wantCode: httpapi.CodeInvalidArgument, wantMsg: "made by dispatch"},
+			wantStatus: 400, wantCode: httpapi.CodeInvalidArgument, wantMsg: "made by Apollo"},
 		{name: "expire is internal", req: post("drv-res", `{"type":"expire","booking_id":"bk-1"}`),
-			wantStatus: 400, wantCode: httpapi.CodeInvalidArgument, wantMsg: "made by dispatch"},
+			wantStatus: 400, wantCode: httpapi.CodeInvalidArgument, wantMsg: "made by Apollo"},
+		{name: "back_out is internal", req: post("drv-res", `{"type":"back_out","booking_id":"bk-1"}`),
+			wantStatus: 400, wantCode: httpapi.CodeInvalidArgument, wantMsg: "made by Apollo"},
 		{name: "unknown type", req: post("drv-1", `{"type":"teleport"}`),
 			wantStatus: 400, wantCode: httpapi.CodeInvalidArgument, wantMsg: "type must be one of go_online, go_offline, accept"},
 		{name: "type missing", req: post("drv-1", `{}`),

@@ -32,7 +32,9 @@ func decodeDriver(v any) (d driver.Driver, cell string, found bool, err error) {
 	d.LastHeartbeat = fromMillis(s(5))
 	d.BookingID = s(6)
 	d.ReservedUntil = fromMillis(s(7))
-	d.Accepted = s(8) == "1"
+	// "w": withdrawn (backing out), which builds before it read as not
+	// accepted, and overwrite with "0" or "1" when they move the driver.
+	d.Accepted, d.Withdrawn = s(8) == "1", s(8) == "w"
 	d.Version, _ = strconv.ParseInt(s(9), 10, 64)
 	return d, s(10), true, nil
 }
@@ -40,8 +42,11 @@ func decodeDriver(v any) (d driver.Driver, cell string, found bool, err error) {
 // stateFields are the fields a transition writes (heartbeats write the rest).
 func stateFields(d driver.Driver) []any {
 	acc := "0"
-	if d.Accepted {
+	switch {
+	case d.Accepted:
 		acc = "1"
+	case d.Withdrawn:
+		acc = "w"
 	}
 	return []any{fID, d.ID, fServices, strings.Join(d.Services, ","), fStatus, string(d.Status),
 		fBooking, d.BookingID, fUntil, millis(d.ReservedUntil), fAccepted, acc}

@@ -42,6 +42,7 @@ func Audits() []Audit {
 		{Code: CodeAcceptedUnasked, Run: AcceptedUnasked},
 		{Code: CodeReopenedUnasked, Run: ReopenedUnasked},
 		{Code: CodeUnacceptedUnasked, Run: UnacceptedUnasked},
+		{Code: CodeTripBookingMoved, Run: TripBookingsMoved},
 		{Code: CodeOrphanReservation, Skip: noFinal, Run: OrphanReservations},
 		{Code: CodeReservationOverdue, Skip: overdueUnjudged, Run: OverdueReservations},
 		{Code: CodeBookingStuck, Skip: noFinal, Run: StuckBookings},

@@ -147,3 +147,41 @@ func driverAnswer(op Op) bool {
 	return op.DriverID != "" && op.Seen.Status != "" && (op.ID < 0 || op.Outcome == OK && op.Status < 300) &&
 		(op.Kind == ReadDriver || op.Kind == DriverEvent)
 }
+
+// CodeTripBookingMoved: a booking moved on after its driver's trip for it
+// started.
+const CodeTripBookingMoved = "trip_booking_moved"
+
+// TripBookingsMoved checks that a booking whose trip started stays
+// accepted with that driver: once a start_trip of b by d was answered OK,
+// every answer showing b that was asked for after it shows b accepted
+// with d. Nothing may move it on: a decline of a driver on its trip is
+// refused before its booking step, and an accepted booking reopens only
+// once its driver's accept is withdrawn, which a trip cannot follow. A
+// booking moved on would take a second driver for a rider already in a
+// car. One violation a booking.
+func TripBookingsMoved(h History) []Violation {
+	started := map[string]Op{} // by booking: the first start_trip answered OK
+	for _, op := range h.Ops {
+		if op.Kind != DriverEvent || op.Event != string(driver.EventStartTrip) || op.Outcome != OK || op.BookingID == "" {
+			continue
+		}
+		if s, ok := started[op.BookingID]; !ok || op.Return < s.Return {
+			started[op.BookingID] = op
+		}
+	}
+	reported := map[string]bool{}
+	var out []Violation
+	for _, op := range append(append([]Op(nil), h.Ops...), h.finalReads()...) {
+		trip, ok := started[op.BookingID]
+		if !ok || reported[op.BookingID] || !bookingAnswer(op) || op.Invoke < trip.Return ||
+			op.Seen.Status == string(booking.Accepted) && op.Seen.DriverID == trip.DriverID {
+			continue
+		}
+		reported[op.BookingID] = true
+		out = append(out, Violation{Code: CodeTripBookingMoved, Bookings: []string{op.BookingID}, Drivers: []string{trip.DriverID}, Ops: opIDs([]Op{trip, op}),
+			Message: fmt.Sprintf("driver %s's trip for booking %s started (op #%d, answered at %s), and the booking was then %s with %q at version %d (%s)",
+				trip.DriverID, op.BookingID, trip.ID, runTime(trip.Return), op.Seen.Status, op.Seen.DriverID, op.Seen.Version, describeOps([]Op{op}))})
+	}
+	return out
+}

@@ -67,3 +67,16 @@ func TestUnacceptedUnasked(t *testing.T) {
 			readDriver("d1", 1, 1.1, accepted), readDriver("d1", 3, 3.1, drv("reserved", "b2", false, 7))), 0},
 	})
 }
+
+func TestTripBookingsMoved(t *testing.T) {
+	started := eventOK("d1", "start_trip", "b1", 2, 2.1, drv("on_trip", "b1", false, 5))
+	runAudit(t, TripBookingsMoved, CodeTripBookingMoved, []auditCase{
+		{"accepted with its driver after the trip started", history(started, readBooking("b1", 3, 3.1, bk("accepted", "d1", 3))), 0},
+		{"searching after the trip started", history(started, readBooking("b1", 3, 3.1, bk("searching", "", 4))), 1},
+		{"allocated to another driver in the final state", withFinal(history(started), 20,
+			map[string]State{"b1": until(bk("allocated", "d2", 5), 30)}, nil), 1},
+		{"a read asked for before the trip's answer proves nothing", history(started, readBooking("b1", 2.05, 2.2, bk("searching", "", 4))), 0},
+		{"a start_trip of unknown outcome proves nothing", history(eventUnknown("d1", "start_trip", "b1", 2, 2.1),
+			readBooking("b1", 3, 3.1, bk("searching", "", 4))), 0},
+	})
+}

@@ -43,7 +43,7 @@ func TestCheckPassesAFineRun(t *testing.T) {
 			t.Errorf("check %s: %s (%s), want pass", c.Name, c.Verdict, c.Detail)
 		}
 	}
-	want := "booking_lifecycle driver_register created_lost driver_held_twice decline_kept_booking accepted_unasked reopened_unasked unaccepted_unasked orphan_reservation reservation_overdue booking_stuck rules_differ ghost_booking internal_error clock_off time_out_of_bounds rights_missing"
+	want := "booking_lifecycle driver_register created_lost driver_held_twice decline_kept_booking accepted_unasked reopened_unasked unaccepted_unasked trip_booking_moved orphan_reservation reservation_overdue booking_stuck rules_differ ghost_booking internal_error clock_off time_out_of_bounds rights_missing"
 	if got := strings.Join(names, " "); got != want {
 		t.Errorf("checks %s, want %s", got, want)
 	}
@@ -120,7 +120,7 @@ func TestCheckReportsUndecidedPartitionsHonestly(t *testing.T) {
 		t.Errorf("partitions %+v, violations %+v", r.Partitions, r.Violations)
 	}
 	for _, c := range r.Checks[2:] {
-		if c.Name != CodeDriverHeldTwice && c.Name != CodeDeclineKeptBooking && c.Name != CodeAcceptedUnasked && c.Name != CodeReopenedUnasked && c.Name != CodeUnacceptedUnasked && c.Name != CodeInternalError && c.Name != CodeReservationOverdue && c.Verdict != Skipped {
+		if c.Name != CodeDriverHeldTwice && c.Name != CodeDeclineKeptBooking && c.Name != CodeAcceptedUnasked && c.Name != CodeReopenedUnasked && c.Name != CodeUnacceptedUnasked && c.Name != CodeTripBookingMoved && c.Name != CodeInternalError && c.Name != CodeReservationOverdue && c.Verdict != Skipped {
 			t.Errorf("check %s without a final state nor an allocation timeout: %s, want skipped", c.Name, c.Verdict)
 		}
 	}
