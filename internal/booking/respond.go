@@ -52,11 +52,15 @@ func (s *Service) Respond(ctx context.Context, driverID, bookingID string, accep
 		actx, cancel := s.beforeLapse(ctx, d, bookingID, now)
 		next, err := s.driver.Apply(actx, driverID, tr, now)
 		cancel()
-		if err != nil && !acceptedAlready(d, bookingID) {
-			return next, err
-		}
 		if err != nil {
-			next = d // a repeated accept: make sure the booking follows
+			cur := d
+			if next.ID != "" {
+				cur = next // the state the accept was refused on
+			}
+			if !acceptedAlready(cur, bookingID) {
+				return next, err // a withdrawn reservation among them
+			}
+			next = cur // a repeated accept: make sure the booking follows
 		}
 		return next, s.follow(ctx, bookingID, driverID, Accepted, time.Time{}, false)
 	}
@@ -76,15 +80,15 @@ func (s *Service) Respond(ctx context.Context, driverID, bookingID string, accep
 		// that gave up on this decline or sends both at once, can start a
 		// trip whose booking is letting go.
 		next, err := s.driver.Apply(ctx, driverID, driver.Transition{Event: driver.EventBackOut, BookingID: bookingID, Until: tr.Until}, now)
-		if err != nil {
+		if err != nil && !withdrawnFrom(next, bookingID, tr.Until) {
 			return next, asDecline(err)
 		}
-		d = next
+		d = next // withdrawn: by this decline, or by another of the same answer
 	}
 	// Only a withdrawn accept lets an accepted booking go: a decline that
 	// read the driver before its accept landed must not reopen a booking
 	// whose trip may be starting (follow answers ErrChanging instead).
-	reopen := d.Status == driver.StatusReserved && d.BookingID == bookingID && d.Withdrawn
+	reopen := withdrawnFrom(d, bookingID, d.ReservedUntil)
 	if _, ok := ctx.Deadline(); !ok {
 		// Bounded, so that a booking the decline reopens is due then (follow).
 		var cancel context.CancelFunc
@@ -115,6 +119,12 @@ func (s *Service) beforeLapse(ctx context.Context, d driver.Driver, bookingID st
 		return ctx, func() {}
 	}
 	return context.WithTimeout(ctx, left)
+}
+
+// withdrawnFrom reports d withdrawn from its reservation for bookingID
+// ending at until: backing out of it.
+func withdrawnFrom(d driver.Driver, bookingID string, until time.Time) bool {
+	return d.Status == driver.StatusReserved && d.BookingID == bookingID && d.Withdrawn && driver.SameReservationEnd(d.ReservedUntil, until)
 }
 
 // asDecline words a refused back-out as the decline the driver sent.
@@ -175,14 +185,14 @@ func (s *Service) follow(ctx context.Context, id, driverID string, to Status, un
 			}
 			continue
 		}
-		if b.Status == Accepted && to == Searching && !reopen && b.DriverID == driverID {
-			return fmt.Errorf("%w: driver %s accepted booking %s meanwhile: send the decline again", ErrChanging, driverID, b.ID)
-		}
 		if !answerable(b, to) || b.DriverID != driverID {
 			return fmt.Errorf("%w: booking %s is %s with driver %q", ErrIllegal, b.ID, b.Status, b.DriverID)
 		}
 		if !until.IsZero() && !driver.SameReservationEnd(until, b.ReservedUntil) {
 			return fmt.Errorf("%w: booking %s holds driver %s under a later reservation", ErrIllegal, b.ID, driverID)
+		}
+		if b.Status == Accepted && to == Searching && !reopen {
+			return fmt.Errorf("%w: driver %s accepted booking %s meanwhile: send the decline again", ErrChanging, driverID, b.ID)
 		}
 		next, err := transition(b, to, s.now())
 		if err != nil {

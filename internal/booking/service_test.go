@@ -297,6 +297,30 @@ func (r *rig) acceptedByD1(t *testing.T) Booking {
 	return b
 }
 
+// afterNextDriverRead runs hook once, right after the service's next read
+// of a driver.
+func (r *rig) afterNextDriverRead(hook func()) {
+	r.svc.driver = &getHook{fakeFleet: r.fleet, hook: hook}
+}
+
+// backOutD1 withdraws d1's accept of b, as a back-out's first step does.
+func (r *rig) backOutD1(t *testing.T, b Booking) {
+	t.Helper()
+	d := r.fleet.status("d1")
+	if _, err := r.fleet.Apply(context.Background(), "d1", driver.Transition{Event: driver.EventBackOut, BookingID: b.ID, Until: d.ReservedUntil}, r.clk.now()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// wantBackedOut checks that d1 backed out of b: d1 free, b searching.
+func (r *rig) wantBackedOut(t *testing.T, b Booking) {
+	t.Helper()
+	got, _ := r.store.Get(context.Background(), b.ID)
+	if d := r.fleet.status("d1"); d.Status != driver.StatusAvailable || got.Status != Searching {
+		t.Errorf("d1 is %s and the booking %s with %q; want d1 available and the booking searching", d.Status, got.Status, got.DriverID)
+	}
+}
+
 // comesOnline makes id the only free driver, available.
 func (f *fakeFleet) comesOnline(id string) {
 	f.mu.Lock()
@@ -1203,10 +1227,7 @@ func TestATripCannotStartWhileItsDriverBacksOut(t *testing.T) {
 	if started == nil {
 		t.Error("a trip started while its driver backed out")
 	}
-	got, _ := r.store.Get(ctx, b.ID)
-	if d := r.fleet.status("d1"); d.Status != driver.StatusAvailable || got.Status != Searching {
-		t.Errorf("after the back-out d1 is %s and the booking %s; want available and searching", d.Status, got.Status)
-	}
+	r.wantBackedOut(t, b)
 }
 
 // An instance that stopped after withdrawing a driver's accept (the
@@ -1219,21 +1240,16 @@ func TestTheSweepFinishesABackOutThatStoppedHalfWay(t *testing.T) {
 	ctx := context.Background()
 	r := newRig(t, "d1")
 	b := r.acceptedByD1(t)
-	d := r.fleet.status("d1")
-	if _, err := r.fleet.Apply(ctx, "d1", driver.Transition{Event: driver.EventBackOut, BookingID: b.ID, Until: d.ReservedUntil}, r.clk.now()); err != nil {
-		t.Fatal(err) // the first step, and then the instance stops
-	}
+	r.backOutD1(t, b)
 	r.clk.add(time.Minute)
 	r.svc.reserved = &fakeReservations{lapsed: []driver.Driver{r.fleet.status("d1")}}
 	r.svc.sweep(ctx)
-	got, _ := r.store.Get(ctx, b.ID)
-	if d := r.fleet.status("d1"); d.Status != driver.StatusAvailable || got.Status != Searching {
-		t.Errorf("after the sweep d1 is %s and the booking %s with %q; want available and searching", d.Status, got.Status, got.DriverID)
-	}
+	r.wantBackedOut(t, b)
 }
 
 // getHook runs hook once, right after the next driver read: as an
-// instance paused between reading the driver and acting on what it read.
+// instance paused between reading the driver and acting on what it read
+// (rig.afterNextDriverRead).
 type getHook struct {
 	*fakeFleet
 	hook func()
@@ -1257,16 +1273,14 @@ func (g *getHook) Get(ctx context.Context, id string) (driver.Driver, error) {
 func TestADeclineThatReadItsDriverBeforeTheAcceptCannotReopenTheBooking(t *testing.T) {
 	ctx := context.Background()
 	r := newRig(t, "d1")
-	g := &getHook{fakeFleet: r.fleet}
-	r.svc.driver = g
 	b, _ := r.svc.Create(ctx, req("k")) // allocated to d1
 	var started error
-	g.hook = func() { // the decline has read d1 reserved, not accepted
+	r.afterNextDriverRead(func() { // the decline has read d1 reserved, not accepted
 		if _, err := r.svc.Respond(ctx, "d1", b.ID, true); err != nil {
 			t.Errorf("accept: %v", err)
 		}
 		_, started = r.svc.StartTrip(ctx, "d1", b.ID)
-	}
+	})
 	_, err := r.svc.Respond(ctx, "d1", b.ID, false)
 	if started != nil || !errors.Is(err, ErrChanging) {
 		t.Errorf("start_trip = %v and the decline = %v; want the trip started and the decline ErrChanging", started, err)
@@ -1299,9 +1313,87 @@ func TestAnAcceptSentAgainDuringABackOutIsRefused(t *testing.T) {
 	if accepted == nil || started == nil {
 		t.Errorf("during the back-out the accept = %v and start_trip = %v; want both refused", accepted, started)
 	}
+	r.wantBackedOut(t, b)
+}
+
+// A decline held up after reading the driver's first reservation of a
+// booking, which resumes after the booking reserved the driver again and
+// the driver accepted, is answered ErrWrongBooking (409, final): it names
+// a reservation that is over. Answered 503 "send the decline again", as it
+// briefly was, its retry would have backed the driver out of the later
+// acceptance (the third review found it).
+func TestAHeldDeclineMeetingALaterAcceptanceIsFinal(t *testing.T) {
+	ctx := context.Background()
+	r := newRig(t, "d1")
+	b, _ := r.svc.Create(ctx, req("k")) // allocated to d1, not accepted
+	r.afterNextDriverRead(func() {
+		if _, err := r.svc.Respond(ctx, "d1", b.ID, false); err != nil { // its twin
+			t.Errorf("twin decline: %v", err)
+		}
+		r.clk.add(time.Second)
+		if err := r.svc.advance(ctx, b.ID); err != nil { // d1 reserved again
+			t.Errorf("advance: %v", err)
+		}
+		if _, err := r.svc.Respond(ctx, "d1", b.ID, true); err != nil {
+			t.Errorf("accept: %v", err)
+		}
+	})
+	if _, err := r.svc.Respond(ctx, "d1", b.ID, false); !errors.Is(err, driver.ErrWrongBooking) {
+		t.Errorf("the held decline = %v, want ErrWrongBooking", err)
+	}
 	got, _ := r.store.Get(ctx, b.ID)
-	if d := r.fleet.status("d1"); d.Status != driver.StatusAvailable || got.Status != Searching {
-		t.Errorf("after the back-out d1 is %s and the booking %s; want available and searching", d.Status, got.Status)
+	if d := r.fleet.status("d1"); got.Status != Accepted || !d.Accepted {
+		t.Errorf("the booking is %s and d1 accepted %t; want the later acceptance standing", got.Status, d.Accepted)
+	}
+}
+
+// Two declines of one accepted booking (a retry, a slow instance): the one
+// whose back-out finds the driver already withdrawn from the same
+// reservation carries on, and is done.
+func TestADeclineWhoseBackOutCameFromItsTwinCarriesOn(t *testing.T) {
+	ctx := context.Background()
+	r := newRig(t, "d1")
+	b := r.acceptedByD1(t)
+	r.afterNextDriverRead(func() { // the twin's first step lands after this decline's read
+		r.backOutD1(t, b)
+	})
+	if _, err := r.svc.Respond(ctx, "d1", b.ID, false); err != nil {
+		t.Errorf("the decline = %v, want done", err)
+	}
+	r.wantBackedOut(t, b)
+}
+
+// A lapsed reservation not accepted whose booking is accepted with it,
+// but not withdrawn (a back-out half done by a build that did not mark
+// it, or an accept a failover lost), is finished by the sweep too: no
+// accept can land after the reservation's end, so no trip can start.
+func TestTheSweepFinishesAnUnmarkedHalfBackOut(t *testing.T) {
+	ctx := context.Background()
+	r := newRig(t, "d1")
+	b := r.acceptedByD1(t)
+	r.fleet.mu.Lock()
+	d := r.fleet.drivers["d1"]
+	d.Accepted, d.Version = false, d.Version+1
+	r.fleet.drivers["d1"] = d
+	r.fleet.mu.Unlock()
+	r.clk.add(time.Minute)
+	r.svc.reserved = &fakeReservations{lapsed: []driver.Driver{r.fleet.status("d1")}}
+	r.svc.sweep(ctx)
+	r.wantBackedOut(t, b)
+}
+
+// An accept sent again whose instance read the driver before the
+// back-out is judged on the state it was refused on: refused, not answered
+// as a repeat of the accept the back-out withdrew.
+func TestAnAcceptReadBeforeABackOutIsRefused(t *testing.T) {
+	ctx := context.Background()
+	r := newRig(t, "d1")
+	b := r.acceptedByD1(t)
+	r.afterNextDriverRead(func() {
+		r.backOutD1(t, b)
+	})
+	if got, err := r.svc.Respond(ctx, "d1", b.ID, true); !errors.Is(err, driver.ErrIllegalTransition) {
+		t.Errorf("the accept = %+v, %v; want refused", got, err)
 	}
 }
 

@@ -64,7 +64,10 @@ func (s *Service) holds(ctx context.Context, d driver.Driver) bool {
 	case Allocated:
 		return true
 	case Accepted:
-		if !d.Withdrawn {
+		// Not accepted past its end (an accept lands before it or never):
+		// withdrawn, or one whose accept a failover lost; either way no
+		// trip can start, and the booking must let go.
+		if d.Accepted {
 			return true
 		}
 		err := s.follow(ctx, b.ID, d.ID, Searching, d.ReservedUntil, true)
