@@ -21,7 +21,10 @@ type driverJSON struct {
 	BookingID     string        `json:"booking_id,omitempty"`
 	ReservedUntil time.Time     `json:"reserved_until,omitzero"`
 	Accepted      bool          `json:"accepted"`
-	Version       int64         `json:"version"`
+	// Withdrawn: the driver is backing out of the reservation (its accept
+	// withdrawn, the booking letting go): not an offer to accept.
+	Withdrawn bool  `json:"withdrawn,omitempty"`
+	Version   int64 `json:"version"`
 	// Available is true when, at the moment the response was made (by
 	// this server's clock), the driver could be offered a booking for at
 	// least one of its services: status available, at least one service,
@@ -49,6 +52,7 @@ func newDriverJSON(d driver.Driver, rules driver.Rules, now time.Time) driverJSO
 		BookingID:     d.BookingID,
 		ReservedUntil: d.ReservedUntil.UTC(),
 		Accepted:      d.Accepted,
+		Withdrawn:     d.Withdrawn,
 		Version:       d.Version,
 		Available:     availableForAny(d, rules, now),
 	}

@@ -105,6 +105,9 @@ func (d driverJSON) appendJSON(b []byte) ([]byte, error) {
 	}
 	b = append(b, `,"accepted":`...)
 	b = strconv.AppendBool(b, d.Accepted)
+	if d.Withdrawn {
+		b = append(b, `,"withdrawn":true`...)
+	}
 	b = append(b, `,"version":`...)
 	b = strconv.AppendInt(b, d.Version, 10)
 	b = append(b, `,"available":`...)

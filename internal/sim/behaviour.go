@@ -62,6 +62,7 @@ func (f *Fleet) behave(ctx context.Context, i int, d driver.Driver, now func() t
 		return nil
 	}
 	switch {
+	case d.Status == driver.StatusReserved && d.Withdrawn: // backing out: freed in a moment
 	case d.Status == driver.StatusReserved && !d.Accepted:
 		if f.rng.Float64() < b.AcceptProb {
 			return apply(driver.EventAccept, driver.Transition{BookingID: d.BookingID})

@@ -70,6 +70,7 @@ type State struct {
 	DriverID  string `json:"driver_id,omitempty"`
 	BookingID string `json:"booking_id,omitempty"`
 	Accepted  bool   `json:"accepted,omitempty"`
+	Withdrawn bool   `json:"withdrawn,omitempty"` // a driver backing out of its reservation
 	Version   int64  `json:"version,omitempty"`
 	// ReservedUntil for a reserved driver (unix ms), Deadline for a
 	// booking (unix ms).

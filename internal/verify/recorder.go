@@ -51,6 +51,7 @@ type answer struct {
 	DriverID      string    `json:"driver_id"`
 	BookingID     string    `json:"booking_id"`
 	Accepted      bool      `json:"accepted"`
+	Withdrawn     bool      `json:"withdrawn"`
 	Version       int64     `json:"version"`
 	ReservedUntil time.Time `json:"reserved_until"`
 	Deadline      time.Time `json:"deadline"`
@@ -61,7 +62,7 @@ type answer struct {
 }
 
 func (a answer) state() State {
-	s := State{Status: a.Status, DriverID: a.DriverID, BookingID: a.BookingID, Accepted: a.Accepted, Version: a.Version}
+	s := State{Status: a.Status, DriverID: a.DriverID, BookingID: a.BookingID, Accepted: a.Accepted, Withdrawn: a.Withdrawn, Version: a.Version}
 	if !a.ReservedUntil.IsZero() {
 		s.ReservedUntil = a.ReservedUntil.UnixMilli()
 	}

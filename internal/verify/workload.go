@@ -130,6 +130,7 @@ func (w *workload) driver(ctx context.Context, client int, id string, rng *rand.
 		case d.Outcome != OK || d.Status != http.StatusOK:
 		case d.Seen.Status == "offline":
 			online = false
+		case d.Seen.Status == "reserved" && d.Seen.Withdrawn: // backing out: freed in a moment
 		case d.Seen.Status == "reserved" && !d.Seen.Accepted:
 			switch p := rng.Float64(); {
 			case p < 0.7:
