@@ -52,15 +52,13 @@ func (s *Service) Respond(ctx context.Context, driverID, bookingID string, accep
 		actx, cancel := s.beforeLapse(ctx, d, bookingID, now)
 		next, err := s.driver.Apply(actx, driverID, tr, now)
 		cancel()
-		if err != nil {
-			cur := d
-			if next.ID != "" {
-				cur = next // the state the accept was refused on
-			}
-			if !acceptedAlready(cur, bookingID) {
-				return next, err // a withdrawn reservation among them
-			}
-			next = cur // a repeated accept: make sure the booking follows
+		// Only the state machine's refusal, judged on the state it was
+		// decided on (a withdrawn reservation is refused), can be an accept
+		// sent again, whose booking must follow; a store's error (a zero
+		// driver, or a refusal whose confirmation failed) is the answer:
+		// the accept's outcome is unknown.
+		if err != nil && (next.ID == "" || !errors.Is(err, driver.ErrIllegalTransition) || !acceptedAlready(next, bookingID)) {
+			return next, err
 		}
 		return next, s.follow(ctx, bookingID, driverID, Accepted, time.Time{}, false)
 	}

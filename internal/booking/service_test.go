@@ -1397,6 +1397,44 @@ func TestAnAcceptReadBeforeABackOutIsRefused(t *testing.T) {
 	}
 }
 
+// failingAccepts is a fleet whose accepts fail in the store (a reply
+// lost, a compare-and-set given up): nothing is known to be written.
+type failingAccepts struct{ *getHook }
+
+func (f failingAccepts) Apply(ctx context.Context, id string, tr driver.Transition, now time.Time) (driver.Driver, error) {
+	if tr.Event == driver.EventAccept {
+		return driver.Driver{}, errors.New("the accept's reply was lost")
+	}
+	return f.getHook.Apply(ctx, id, tr, now)
+}
+
+// An accept whose store write fails is not answered done, even when the
+// instance's earlier read showed the driver accepted: that read was of the
+// booking's earlier reservation, which the driver backed out of, and the
+// write was for the next one. Before, it was taken for an accept sent
+// again, and the booking was made accepted with a driver who was not (the
+// fourth review found it).
+func TestAnAcceptThatFailedInTheStoreIsNotAnsweredDone(t *testing.T) {
+	ctx := context.Background()
+	r := newRig(t, "d1")
+	b := r.acceptedByD1(t)
+	r.svc.driver = failingAccepts{&getHook{fakeFleet: r.fleet, hook: func() {
+		if _, err := r.svc.Respond(ctx, "d1", b.ID, false); err != nil { // the back-out
+			t.Errorf("back-out: %v", err)
+		}
+		r.clk.add(time.Second)
+		if err := r.svc.advance(ctx, b.ID); err != nil { // d1 reserved again
+			t.Errorf("advance: %v", err)
+		}
+	}}}
+	if _, err := r.svc.Respond(ctx, "d1", b.ID, true); err == nil {
+		t.Error("an accept that failed in the store was answered done")
+	}
+	if got, _ := r.store.Get(ctx, b.ID); got.Status == Accepted {
+		t.Errorf("the booking is accepted with %q, whose accept failed", got.DriverID)
+	}
+}
+
 // An accept that reaches a booking whose allocation is still being
 // recorded (the driver reserved, the booking's update naming it in
 // flight) is recorded on the driver and answered ErrChanging (503: it may

@@ -74,7 +74,9 @@ func (s *Service) holds(ctx context.Context, d driver.Driver) bool {
 		if err != nil {
 			s.log.Warn("finish a driver's back-out", "driver", d.ID, "booking", b.ID, "err", err)
 		}
-		return err != nil
+		// ErrIllegal: the booking holds the driver under another
+		// reservation than this lapsed one (a rollback), which is free.
+		return err != nil && !errors.Is(err, ErrIllegal)
 	}
 	return false
 }

@@ -32,9 +32,11 @@ var replicaFaults = []string{"replica-crash", "replica-hang", "replica-slow", "r
 // healed 50 s before the read: a reviewer found the audit all but vacuous
 // under a fault schedule). The final state's orphan_reservation sees only
 // what is left at the end; a sweep that frees drivers late, and then
-// catches up, is seen here.
+// catches up, is seen here. A reservation withdrawn (its driver backing
+// out of it, once accepted) is not accepted only since the back-out: it is
+// judged from the later of its end and its driver's decline's end.
 func OverdueReservations(h History) []Violation {
-	windows := faultWindows(h)
+	windows, reopened := faultWindows(h), h.reopenings()
 	var out []Violation
 	for _, op := range h.Ops {
 		s := op.Seen
@@ -42,6 +44,9 @@ func OverdueReservations(h History) []Violation {
 			continue
 		}
 		end, seen := h.sinceStart(s.ReservedUntil), op.Invoke-h.readLag.Nanoseconds()
+		if backOut := reopened.by(s.BookingID, op.Return); s.Withdrawn && backOut != 0 {
+			end = max(end, h.sinceStart(backOut))
+		}
 		calm, ok := writableFor(windows, end, seen, h.Slack.Nanoseconds(), h.instances() < 2)
 		if !ok {
 			continue

@@ -59,3 +59,30 @@ func TestAnotherInstanceSweepsWhileOneIsDown(t *testing.T) {
 		t.Errorf("got %d violations %+v, want 1", len(got), got)
 	}
 }
+
+// A reservation withdrawn (its driver backing out of it, once accepted:
+// an accepted reservation never expires) is not accepted only since the
+// back-out, so it is judged from the back-out's end when that is later
+// than the reservation's; without a back-out in the history, from its end.
+func TestAWithdrawnReservationIsJudgedFromItsBackOut(t *testing.T) {
+	withdrawn := until(drv("reserved", "b1", false, 4), 10)
+	withdrawn.Withdrawn = true
+	backOut := by(eventUnknown("d1", "decline", "b1", 29, 29.5), 30) // lands by its deadline
+	for _, tc := range []struct {
+		name string
+		ops  []Op
+		want int
+	}{
+		{"read within the slack and the lag of the back-out", []Op{backOut, readDriver("d1", 32.9, 33, withdrawn)}, 0},
+		{"read past them", []Op{backOut, readDriver("d1", 33.5, 33.6, withdrawn)}, 1},
+		{"no back-out recorded: from its end", []Op{readDriver("d1", 32.9, 33, withdrawn)}, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := history(tc.ops...)
+			h.readLag, h.Instances = time.Second, 1
+			if got := OverdueReservations(h); len(got) != tc.want {
+				t.Errorf("got %d violations %+v, want %d", len(got), got, tc.want)
+			}
+		})
+	}
+}
