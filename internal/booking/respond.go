@@ -86,7 +86,7 @@ func (s *Service) Respond(ctx context.Context, driverID, bookingID string, accep
 	// Only a withdrawn accept lets an accepted booking go: a decline that
 	// read the driver before its accept landed must not reopen a booking
 	// whose trip may be starting (follow answers ErrChanging instead).
-	reopen := withdrawnFrom(d, bookingID, d.ReservedUntil)
+	reopen := withdrawnFrom(d, bookingID, tr.Until)
 	if _, ok := ctx.Deadline(); !ok {
 		// Bounded, so that a booking the decline reopens is due then (follow).
 		var cancel context.CancelFunc

@@ -49,9 +49,10 @@ func (s *Service) sweep(ctx context.Context) {
 
 // holds reports whether the booking of d's lapsed reservation holds d.
 // When the booking cannot be read, it is taken to hold the driver: the
-// next sweep looks again. An accepted booking whose driver's accept was
-// withdrawn is a back-out that stopped half way (Respond): the booking
-// lets go of the driver here, before the sweep frees it.
+// next sweep looks again. An accepted booking whose lapsed driver has not
+// accepted is a back-out that stopped half way (Respond), or an accept a
+// failover lost: the booking lets go of the driver here, before the sweep
+// frees it.
 func (s *Service) holds(ctx context.Context, d driver.Driver) bool {
 	b, err := s.store.Get(ctx, d.BookingID)
 	if errors.Is(err, ErrNotFound) {

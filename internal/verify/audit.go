@@ -89,6 +89,26 @@ func (h History) finalReads() []Op {
 	return out
 }
 
+// answers is every op of the run, then the final state's reads
+// (finalReads).
+func (h History) answers() []Op {
+	return append(append([]Op(nil), h.Ops...), h.finalReads()...)
+}
+
+// bookingAnswer reports an answer that shows a booking: an OK read,
+// create or cancel, or the final state's stand-in.
+func bookingAnswer(op Op) bool {
+	return op.BookingID != "" && op.Seen.Status != "" && (op.ID < 0 || op.Outcome == OK && op.Status < 300) &&
+		(op.Kind == ReadBooking || op.Kind == CreateBooking || op.Kind == CancelBooking)
+}
+
+// driverAnswer reports an answer that shows a driver: an OK read or
+// event, or the final state's stand-in.
+func driverAnswer(op Op) bool {
+	return op.DriverID != "" && op.Seen.Status != "" && (op.ID < 0 || op.Outcome == OK && op.Status < 300) &&
+		(op.Kind == ReadDriver || op.Kind == DriverEvent)
+}
+
 // opIDs is the IDs of ops (not the final state's stand-in, -1).
 func opIDs(ops []Op) []int {
 	var ids []int
@@ -214,7 +234,8 @@ func OrphanReservations(h History) []Violation {
 // for a minute that ended before the run did passed (a reviewer found
 // it). One violation a booking.
 func StuckBookings(h History) []Violation {
-	out := stuckInFinal(h)
+	reopened := h.reopenings()
+	out := stuckInFinal(h, reopened)
 	judged := map[string]bool{}
 	for _, v := range out {
 		judged[v.Bookings[0]] = true
@@ -222,7 +243,7 @@ func StuckBookings(h History) []Violation {
 	if clockStepped(h, "") != "" {
 		return out // deadlines, in the cluster's time, are off the run's timeline
 	}
-	windows, reopened := faultWindows(h), h.reopenings()
+	windows := faultWindows(h)
 	for _, op := range h.Ops {
 		b := op.Seen
 		if op.Outcome != OK || op.BookingID == "" || judged[op.BookingID] || b.Deadline == 0 ||
@@ -333,9 +354,8 @@ func dueWhat(b State, due int64) string {
 }
 
 // stuckInFinal is StuckBookings' judgement of the final state.
-func stuckInFinal(h History) []Violation {
+func stuckInFinal(h History, reopened reopenings) []Violation {
 	var out []Violation
-	reopened := h.reopenings()
 	for _, id := range sortedKeys(h.Final.Bookings) {
 		b := h.Final.Bookings[id]
 		due, open := dueBy(b)
@@ -455,14 +475,8 @@ func (h History) allocations() map[string][]*allocation {
 		a.lo, a.hi = min(a.lo, op.Return), max(a.hi, op.Invoke)
 		a.seenBy = append(a.seenBy, op)
 	}
-	for _, op := range h.Ops {
-		if op.Outcome == OK && op.Status < 300 && op.BookingID != "" &&
-			(op.Kind == ReadBooking || op.Kind == CreateBooking || op.Kind == CancelBooking) {
-			add(op.BookingID, op.Seen, op)
-		}
-	}
-	for _, op := range h.finalReads() {
-		if op.Kind == ReadBooking {
+	for _, op := range h.answers() {
+		if bookingAnswer(op) {
 			add(op.BookingID, op.Seen, op)
 		}
 	}

@@ -23,7 +23,7 @@ func AcceptedUnasked(h History) []Violation {
 	accepts := h.firstSent(true, driver.EventAccept)
 	reported := map[[2]string]bool{}
 	var out []Violation
-	for _, op := range append(append([]Op(nil), h.Ops...), h.finalReads()...) {
+	for _, op := range h.answers() {
 		s := op.Seen
 		if !bookingAnswer(op) || s.Status != string(booking.Accepted) {
 			continue
@@ -54,7 +54,7 @@ const CodeReopenedUnasked = "reopened_unasked"
 // this audit would not. One violation a booking and driver.
 func ReopenedUnasked(h History) []Violation {
 	declines := h.firstSent(true, driver.EventDecline)
-	reads := append(append([]Op(nil), h.Ops...), h.finalReads()...)
+	reads := h.answers()
 	accepted := map[string][]Op{} // by booking: answers showing it accepted
 	for _, op := range reads {
 		if bookingAnswer(op) && op.Seen.Status == string(booking.Accepted) {
@@ -85,13 +85,6 @@ func ReopenedUnasked(h History) []Violation {
 	return out
 }
 
-// bookingAnswer reports an answer that shows a booking: an OK read,
-// create or cancel, or the final state's stand-in.
-func bookingAnswer(op Op) bool {
-	return op.BookingID != "" && op.Seen.Status != "" && (op.ID < 0 || op.Outcome == OK && op.Status < 300) &&
-		(op.Kind == ReadBooking || op.Kind == CreateBooking || op.Kind == CancelBooking)
-}
-
 // CodeUnacceptedUnasked: a driver's accept was withdrawn though the
 // driver sent no decline of its booking.
 const CodeUnacceptedUnasked = "unaccepted_unasked"
@@ -106,7 +99,7 @@ const CodeUnacceptedUnasked = "unaccepted_unasked"
 // would pass it; this audit would not. One violation a driver and booking.
 func UnacceptedUnasked(h History) []Violation {
 	declines := h.firstSent(true, driver.EventDecline)
-	reads := append(append([]Op(nil), h.Ops...), h.finalReads()...)
+	reads := h.answers()
 	accepted := map[[2]string][]Op{} // by driver and booking
 	var withdrawn []Op
 	for _, op := range reads {
@@ -141,13 +134,6 @@ func UnacceptedUnasked(h History) []Violation {
 	return out
 }
 
-// driverAnswer reports an answer that shows a driver: an OK read or
-// event, or the final state's stand-in.
-func driverAnswer(op Op) bool {
-	return op.DriverID != "" && op.Seen.Status != "" && (op.ID < 0 || op.Outcome == OK && op.Status < 300) &&
-		(op.Kind == ReadDriver || op.Kind == DriverEvent)
-}
-
 // CodeTripBookingMoved: a booking moved on after its driver's trip for it
 // started.
 const CodeTripBookingMoved = "trip_booking_moved"
@@ -172,7 +158,7 @@ func TripBookingsMoved(h History) []Violation {
 	}
 	reported := map[string]bool{}
 	var out []Violation
-	for _, op := range append(append([]Op(nil), h.Ops...), h.finalReads()...) {
+	for _, op := range h.answers() {
 		trip, ok := started[op.BookingID]
 		if !ok || reported[op.BookingID] || !bookingAnswer(op) || op.Invoke < trip.Return ||
 			op.Seen.Status == string(booking.Accepted) && op.Seen.DriverID == trip.DriverID {

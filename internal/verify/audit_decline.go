@@ -34,7 +34,7 @@ func DeclinesKeptBookings(h History) []Violation {
 		}
 		return hold{op.BookingID, s.DriverID, s.Version}, true
 	}
-	reads := append(append([]Op(nil), h.Ops...), h.finalReads()...)
+	reads := h.answers()
 	firstSeen, lastSeen := map[hold]Op{}, map[hold]Op{}
 	for _, op := range reads {
 		k, ok := holding(op)
