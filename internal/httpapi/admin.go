@@ -78,7 +78,7 @@ func NewAdmin(deps AdminDeps) http.Handler {
 	if deps.Console != nil {
 		routes = append(routes, route{"/console/", rp.readOnlyOpen(deps.Token, deps.Console)})
 	}
-	mux, _ := rp.serveMux(routes)
+	mux := rp.serveMux(routes, nil)
 	return mux
 }
 
@@ -99,7 +99,7 @@ func (a responder) readOnlyOpen(token string, h http.Handler) http.HandlerFunc {
 // only: /metrics, /livez and /readyz, none of which needs the token.
 func NewHealth(deps AdminDeps) http.Handler {
 	deps = deps.withDefaults()
-	mux, _ := responder{log: deps.Log}.serveMux(deps.healthRoutes())
+	mux := responder{log: deps.Log}.serveMux(deps.healthRoutes(), nil)
 	return mux
 }
 

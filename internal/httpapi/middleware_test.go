@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"net/http"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -13,6 +14,10 @@ import (
 	"github.com/apollo-platform/apollo/internal/driver"
 	"github.com/apollo-platform/apollo/internal/httpapi"
 )
+
+// madeID is an id the API makes: 64 random bits drawn once per API, in
+// base 32, and a counter.
+var madeID = regexp.MustCompile(`^[0-9a-v]{13}-[0-9a-v]+$`)
 
 // logLines parses the harness's JSON log lines.
 func logLines(t *testing.T, h *harness) []map[string]any {
@@ -55,8 +60,8 @@ func TestRequestID(t *testing.T) {
 				if got != tt.incoming[0] {
 					t.Errorf("X-Request-Id = %q, want the incoming %q", got, tt.incoming[0])
 				}
-			} else if len(got) != 26 || (len(tt.incoming) > 0 && got == tt.incoming[0]) {
-				t.Errorf("X-Request-Id = %q, want a fresh 26-character id", got)
+			} else if !madeID.MatchString(got) || (len(tt.incoming) > 0 && got == tt.incoming[0]) {
+				t.Errorf("X-Request-Id = %q, want a fresh id matching %s", got, madeID)
 			}
 			lines := logLines(t, h)
 			if len(lines) != 1 || lines[0]["request_id"] != got {
@@ -71,6 +76,14 @@ func TestRequestID(t *testing.T) {
 		b := h.do(request{method: "GET", target: "/v1/drivers/drv-1"}).Header().Get(httpapi.RequestIDHeader)
 		if a == b {
 			t.Errorf("two requests got the same id %q", a)
+		}
+	})
+	t.Run("two APIs' ids differ", func(t *testing.T) {
+		// Each API draws its own prefix, as each instance of a fleet does.
+		a := newHarness(t, newFake(seedDrivers()...), nil).do(request{method: "GET", target: "/v1/drivers/drv-1"}).Header().Get(httpapi.RequestIDHeader)
+		b := newHarness(t, newFake(seedDrivers()...), nil).do(request{method: "GET", target: "/v1/drivers/drv-1"}).Header().Get(httpapi.RequestIDHeader)
+		if a == b || a[:13] == b[:13] {
+			t.Errorf("two APIs made ids %q and %q, want different prefixes", a, b)
 		}
 	})
 	t.Run("outside a request", func(t *testing.T) {
@@ -121,6 +134,8 @@ func TestMetricsByRoutePattern(t *testing.T) {
 		{method: "PUT", target: "/v1/drivers/drv-1/location", body: `{"lat":1,"lng":2}`},
 		{method: "GET", target: "/wp-admin/drv-1"},
 		{method: "DELETE", target: "/v1/drivers/drv-1"},
+		// ServeMux redirects an unclean path itself: no route served it.
+		{method: "GET", target: "/v1//drivers/drv-1"},
 	} {
 		h.do(req)
 	}
@@ -130,6 +145,7 @@ func TestMetricsByRoutePattern(t *testing.T) {
 apollo_http_requests_total{code="200",route="GET /v1/drivers/{id}"} 2
 apollo_http_requests_total{code="404",route="GET /v1/drivers/{id}"} 1
 apollo_http_requests_total{code="200",route="PUT /v1/drivers/{id}/location"} 1
+apollo_http_requests_total{code="307",route="unmatched"} 1
 apollo_http_requests_total{code="404",route="unmatched"} 1
 apollo_http_requests_total{code="405",route="unmatched"} 1
 `

@@ -77,28 +77,32 @@ func New(cfg Config, deps Deps) (http.Handler, error) {
 	}
 	a := &api{responder: responder{log: deps.Log}, cfg: cfg, drivers: deps.Drivers, bookings: deps.Bookings, rules: deps.Rules, now: deps.Now, clockAhead: deps.ClockAhead, stopping: deps.Stopping}
 
-	mux, known := a.serveMux(a.routes())
+	unmatched := m.forRoute(unmatchedRoute)
+	mux := a.serveMux(a.routes(), func(label string, h http.Handler) http.Handler {
+		if label == unmatchedRoute {
+			return unmatched.routed(h)
+		}
+		return m.forRoute(label).routed(h)
+	})
 	var h http.Handler = mux
 	h = a.recoverPanics(h)
-	h = a.observe(h, m, func(r *http.Request) string {
-		if _, p := mux.Handler(r); known[p] {
-			return p
-		}
-		return unmatchedRoute // bounded label set, whatever the path
-	})
-	h = withRequestID(h)
+	h = a.observe(h, unmatched)
+	h = withRequestID(h, newRequestIDs())
 	return h, nil
 }
 
 // serveMux registers routes, and answers every request they do not match
-// with a JSON 404 or 405. known holds the registered patterns.
-func (a responder) serveMux(routes []route) (mux *http.ServeMux, known map[string]bool) {
-	mux = http.NewServeMux()
-	known = make(map[string]bool)
+// with a JSON 404 or 405. wrap, if not nil, wraps each route's handler
+// given its label: the route's pattern, or unmatchedRoute for the 404 and
+// 405 answers, a bounded label set whatever the path.
+func (a responder) serveMux(routes []route, wrap func(label string, h http.Handler) http.Handler) *http.ServeMux {
+	if wrap == nil {
+		wrap = func(_ string, h http.Handler) http.Handler { return h }
+	}
+	mux := http.NewServeMux()
 	methods := []string{http.MethodHead} // ServeMux serves HEAD with GET routes
 	for _, rt := range routes {
-		mux.Handle(rt.pattern, rt.handler)
-		known[rt.pattern] = true
+		mux.Handle(rt.pattern, wrap(rt.pattern, rt.handler))
 		if method, _, ok := strings.Cut(rt.pattern, " "); ok {
 			methods = append(methods, method)
 		}
@@ -107,8 +111,8 @@ func (a responder) serveMux(routes []route) (mux *http.ServeMux, known map[strin
 	methods = slices.Compact(methods)
 	// "/" catches every request no route matches, so that ServeMux never
 	// writes its own plain-text 404 or 405: both come out as JSON errors.
-	mux.HandleFunc("/", a.noRoute(mux, methods))
-	return mux, known
+	mux.Handle("/", wrap(unmatchedRoute, a.noRoute(mux, methods)))
+	return mux
 }
 
 // noRoute answers 405 when the path is served for other methods, else 404.
