@@ -127,8 +127,11 @@ func (s *Bookings) Create(ctx context.Context, b booking.Booking) (booking.Booki
 	// like the booking: an entry a failover undoes strands its booking.
 	// The caller makes the entry due only once ctx's deadline has passed
 	// (booking.Service.Create): a scan that claimed it before the record
-	// was written would find no booking and forget it.
-	entry := s.openEntry(b)
+	// was written would find no booking and forget it. GT: a retry with the
+	// same ID, its own entry written while this attempt's record may still
+	// land, must not bring the entry due sooner, as its shorter deadline
+	// would; the entry comes due after every attempt's deadline.
+	entry := redisroute.Write("ZADD", s.ps.openKeyOf(b.ID), "GT", dueOf(b).UnixMilli(), b.ID)
 	entry.Acks = s.acks
 	if err := s.r.Exec(ctx, []redisroute.Cmd{entry}).Err(); err != nil {
 		return b, false, storeErr(err)

@@ -3,6 +3,8 @@ package redisstore_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strconv"
 	"testing"
 	"time"
 
@@ -18,7 +20,8 @@ import (
 
 func TestBookingsCreateIsIdempotentAndUpdatesCompareVersions(t *testing.T) {
 	c := clustertest.Start(t)
-	s := redisstore.NewBookings(newRouterFor(t, c), 1, partitions(t, 8))
+	r := newRouterFor(t, c)
+	s := redisstore.NewBookings(r, 1, partitions(t, 8))
 	ctx := context.Background()
 	now := time.Unix(1_800_000_000, 0).UTC()
 	b := booking.Booking{ID: "bk-1", RiderID: "r1", Service: "car", Pickup: driver.Location{Lat: 1.3, Lng: 103.8},
@@ -33,11 +36,21 @@ func TestBookingsCreateIsIdempotentAndUpdatesCompareVersions(t *testing.T) {
 	if ok, err := s.Exists(ctx, "bk-1"); !ok || err != nil {
 		t.Fatalf("Exists after Create = %v, %v", ok, err)
 	}
+	// A retry with a shorter deadline writes its index entry before it
+	// finds the booking: the entry must not come due sooner, since the
+	// first attempt's record could still be landing (a scan that finds no
+	// record forgets the entry).
 	again := b
 	again.RiderID = "someone-else"
+	again.DueAt = now.Add(time.Second)
 	got, created, err := s.Create(ctx, again)
 	if err != nil || created || got.RiderID != "r1" {
 		t.Fatalf("second Create = %+v, %v, %v; want the first booking back", got, created, err)
+	}
+	open := partitions(t, 8).OpenKey(partitions(t, 8).Of(b.ID))
+	score := r.Exec(ctx, []redisroute.Cmd{{Args: []any{"ZSCORE", open, b.ID}, Key: open, Fresh: true}})[0]
+	if due := fmt.Sprint(score.Val); score.Err != nil || due != strconv.FormatInt(b.Deadline.UnixMilli(), 10) {
+		t.Errorf("index entry due at %v (%v) after a retry due sooner; want %d, the first attempt's", score.Val, score.Err, b.Deadline.UnixMilli())
 	}
 	if ids, err := s.Claim(ctx, fleet.Alone(8).Owned(), now.Add(time.Minute), time.Second, 10); err != nil || len(ids) != 1 || ids[0] != "bk-1" {
 		t.Fatalf("Claim = %v, %v", ids, err)
