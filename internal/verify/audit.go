@@ -293,6 +293,20 @@ func (h History) reopenings() reopenings {
 	return r
 }
 
+// landedBy is when op's changes, if any, had landed at the latest, ns
+// into the run: its return, or an unknown one's deadline (Apollo makes a
+// write's changes before it or never), end (the run's) without one.
+func landedBy(op Op, end int64) int64 {
+	switch {
+	case op.Outcome != Unknown:
+		return op.Return
+	case op.Deadline == 0:
+		return end
+	default:
+		return max(op.Return, op.Deadline)
+	}
+}
+
 // by is, as a unix-ms time, when the last of booking id's declines
 // invoked by t (ns into the run) had landed at the latest: its return, or
 // an unknown one's deadline (the run's end, without one); 0 if none. Taken
@@ -303,15 +317,7 @@ func (r reopenings) by(id string, t int64) int64 {
 		if d.Invoke > t {
 			continue
 		}
-		end := d.Return
-		switch {
-		case d.Outcome != Unknown:
-		case d.Deadline == 0:
-			end = r.end
-		default:
-			end = max(end, d.Deadline)
-		}
-		last = max(last, end)
+		last = max(last, landedBy(d, r.end))
 	}
 	if last == 0 {
 		return 0
@@ -430,8 +436,9 @@ type allocation struct {
 	accepted        bool
 	// until, ns into the run: an allocation's reservation's end; for an
 	// accepted booking, the first invocation of its driver's end_trip or
-	// decline of it (math.MaxInt64 if none), since nothing else frees a
-	// driver its accepted booking names.
+	// decline of it that may have landed after this version began
+	// (math.MaxInt64 if none), since nothing else frees a driver its
+	// accepted booking names.
 	until int64
 	// lo, hi: the record was at this version throughout [lo, hi] (each
 	// read happened within its own interval and a version never comes
@@ -449,7 +456,14 @@ func (h History) allocations() map[string][]*allocation {
 		booking string
 		version int64
 	}
-	released := h.firstSent(false, driver.EventEndTrip, driver.EventDecline)
+	released := h.releases()
+	answers := h.answers()
+	shown := map[string][]Op{} // each booking's answers
+	for _, op := range answers {
+		if bookingAnswer(op) {
+			shown[op.BookingID] = append(shown[op.BookingID], op)
+		}
+	}
 	byKey := map[key]*allocation{}
 	var order []key
 	add := func(id string, s State, op Op) {
@@ -460,7 +474,7 @@ func (h History) allocations() map[string][]*allocation {
 		case s.Status == string(booking.Allocated) && s.ReservedUntil != 0:
 			until = h.sinceStart(s.ReservedUntil)
 		case s.Status == string(booking.Accepted):
-			until = released.of(s.DriverID, id)
+			until = released.ending(s.DriverID, id, begunAfter(shown[id], s.Version))
 		default:
 			return
 		}
@@ -475,7 +489,7 @@ func (h History) allocations() map[string][]*allocation {
 		a.lo, a.hi = min(a.lo, op.Return), max(a.hi, op.Invoke)
 		a.seenBy = append(a.seenBy, op)
 	}
-	for _, op := range h.answers() {
+	for _, op := range answers {
 		if bookingAnswer(op) {
 			add(op.BookingID, op.Seen, op)
 		}
@@ -488,18 +502,68 @@ func (h History) allocations() map[string][]*allocation {
 	return out
 }
 
+// begunAfter is an instant (ns into the run) after which a booking's
+// version v began: the latest invocation of an answer that showed an
+// earlier version (versions only grow); 0 if none did.
+func begunAfter(shown []Op, v int64) int64 {
+	var t int64
+	for _, op := range shown {
+		if op.Seen.Version < v {
+			t = max(t, op.Invoke)
+		}
+	}
+	return t
+}
+
+// releases are the end_trip and decline events each driver sent, by
+// driver and booking ("" for one that named none); refused ones (a 4xx)
+// are left out, as they changed nothing on the driver.
+type releases struct {
+	end int64 // the run's, ns into it
+	by  map[[2]string][]Op
+}
+
+func (h History) releases() releases {
+	r := releases{end: h.finalAt(), by: map[[2]string][]Op{}}
+	for _, op := range h.Ops {
+		r.end = max(r.end, op.Return)
+		ev := driver.Event(op.Event)
+		if op.Kind == DriverEvent && op.Outcome != Failed && (ev == driver.EventEndTrip || ev == driver.EventDecline) {
+			k := [2]string{op.DriverID, op.BookingID}
+			r.by[k] = append(r.by[k], op)
+		}
+	}
+	return r
+}
+
+// ending is the first invocation among the driver's releases of the
+// booking (or of none) that may have landed at t or later: one certainly
+// landed before t cannot have ended a hold that began after t.
+// math.MaxInt64 if none.
+func (r releases) ending(driverID, bookingID string, t int64) int64 {
+	first := int64(math.MaxInt64)
+	for _, b := range []string{bookingID, ""} {
+		for _, op := range r.by[[2]string{driverID, b}] {
+			if landedBy(op, r.end) >= t {
+				first = min(first, op.Invoke)
+			}
+		}
+	}
+	return first
+}
+
 // sentAt is, for a driver and a booking ("" for an event that named
 // none), when the driver first sent one of some events for it.
 type sentAt map[[2]string]int64
 
 // firstSent is when each driver first sent one of events for each
-// booking; refused ones (a 4xx) count only with refusedToo: a refused
-// event changed nothing on the driver, but one answered 409 may have moved
-// its booking first (Respond's booking step comes before the driver's).
-func (h History) firstSent(refusedToo bool, events ...driver.Event) sentAt {
+// booking, refused ones (a 4xx) included: a refused event changed nothing
+// on the driver, but one answered 409 may have moved its booking first
+// (Respond's booking step comes before the driver's).
+func (h History) firstSent(events ...driver.Event) sentAt {
 	out := sentAt{}
 	for _, op := range h.Ops {
-		if op.Kind != DriverEvent || op.Outcome == Failed && !refusedToo || !slices.Contains(events, driver.Event(op.Event)) {
+		if op.Kind != DriverEvent || !slices.Contains(events, driver.Event(op.Event)) {
 			continue
 		}
 		k := [2]string{op.DriverID, op.BookingID}
@@ -558,8 +622,11 @@ func together(a, b *allocation) (int64, bool) {
 // let go in between. An accepted booking holds its driver until the
 // driver ends the trip or backs out (the trip's end leaves the booking
 // accepted), so it counts until the first end_trip or decline of it the
-// driver sent; one the driver accepted again after backing out is not
-// judged (its first release came before it).
+// driver sent that may have landed after that accepted version began;
+// when no answer shows the booking at an earlier version after an earlier
+// release had landed (a decline of an earlier reservation of it, a
+// back-out before it was accepted again), that release counts, and the
+// version is not judged.
 func DriverHeldTwice(h History) []Violation {
 	var out []Violation
 	byDriver := h.allocations()

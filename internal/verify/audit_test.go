@@ -218,6 +218,35 @@ func TestDriverHeldTwice(t *testing.T) {
 			readBooking("b2", 2, 2.1, live(5, 10)),
 			readBooking("b1", 3, 3.1, accepted),
 		), 1},
+		// A booking the driver declined once, reserved to it again and
+		// accepted: the earlier decline ended the earlier reservation, not
+		// this hold, if an answer showed the booking at an earlier version
+		// after it had landed (before 2026-12-06, every earlier release
+		// hid the hold).
+		{"its driver declined an earlier reservation of it, then it was read searching", both(
+			eventOK("d1", "decline", "b1", 1, 1.1, drv("available", "", false, 4)),
+			readBooking("b1", 2, 2.1, bk("searching", "", 2)),
+		), 1},
+		{"the same, the decline's outcome unknown, its deadline before the read", both(
+			by(eventUnknown("d1", "decline", "b1", 1, 1.1), 1.5),
+			readBooking("b1", 2, 2.1, bk("searching", "", 2)),
+		), 1},
+		{"the same, the unknown decline without a deadline", both(
+			eventUnknown("d1", "decline", "b1", 1, 1.1),
+			readBooking("b1", 2, 2.1, bk("searching", "", 2)),
+		), 0},
+		{"the decline answered after the read began", both(
+			eventOK("d1", "decline", "b1", 1, 2.5, drv("available", "", false, 4)),
+			readBooking("b1", 2, 2.1, bk("searching", "", 2)),
+		), 0},
+		{"an earlier decline and no read of an earlier version after it", both(
+			readBooking("b1", 0.5, 0.6, bk("allocated", "d1", 1)),
+			eventOK("d1", "decline", "b1", 1, 1.1, drv("available", "", false, 4)),
+		), 0},
+		{"the trip's end after the read of an earlier version", both(
+			readBooking("b1", 2, 2.1, bk("searching", "", 2)),
+			eventOK("d1", "end_trip", "b1", 5, 5.1, drv("available", "", false, 6)),
+		), 0},
 		{"the same, the trip's end sent before the allocation", history(
 			readBooking("b1", 1, 1.1, accepted),
 			eventUnknown("d1", "end_trip", "b1", 1.5, 1.6),
