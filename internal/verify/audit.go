@@ -456,7 +456,7 @@ func (h History) allocations() map[string][]*allocation {
 		booking string
 		version int64
 	}
-	released := h.releases()
+	released, accepts := h.releases(), h.firstSent(driver.EventAccept)
 	answers := h.answers()
 	shown := map[string][]Op{} // each booking's answers
 	for _, op := range answers {
@@ -474,7 +474,13 @@ func (h History) allocations() map[string][]*allocation {
 		case s.Status == string(booking.Allocated) && s.ReservedUntil != 0:
 			until = h.sinceStart(s.ReservedUntil)
 		case s.Status == string(booking.Accepted):
-			until = released.ending(s.DriverID, id, begunAfter(shown[id], s.Version))
+			// Only its driver's accept makes a booking accepted: this
+			// version began after the first one was sent.
+			begun := begunAfter(shown[id], s.Version)
+			if a := accepts.of(s.DriverID, id); a != math.MaxInt64 {
+				begun = max(begun, a)
+			}
+			until = released.ending(s.DriverID, id, begun)
 		default:
 			return
 		}
@@ -622,11 +628,12 @@ func together(a, b *allocation) (int64, bool) {
 // let go in between. An accepted booking holds its driver until the
 // driver ends the trip or backs out (the trip's end leaves the booking
 // accepted), so it counts until the first end_trip or decline of it the
-// driver sent that may have landed after that accepted version began;
-// when no answer shows the booking at an earlier version after an earlier
-// release had landed (a decline of an earlier reservation of it, a
-// back-out before it was accepted again), that release counts, and the
-// version is not judged.
+// driver sent that may have landed after that accepted version began,
+// which was after any answer showing an earlier version was asked for,
+// and after the driver's first accept of the booking was sent. An earlier
+// release that landed before neither (a back-out, and the booking
+// accepted again with no answer between) counts, and the version is not
+// judged.
 func DriverHeldTwice(h History) []Violation {
 	var out []Violation
 	byDriver := h.allocations()

@@ -239,6 +239,15 @@ func TestDriverHeldTwice(t *testing.T) {
 			eventOK("d1", "decline", "b1", 1, 2.5, drv("available", "", false, 4)),
 			readBooking("b1", 2, 2.1, bk("searching", "", 2)),
 		), 0},
+		{"its driver declined an earlier reservation of it, then accepted it", both(
+			eventOK("d1", "decline", "b1", 1, 1.1, drv("available", "", false, 4)),
+			eventOK("d1", "accept", "b1", 2, 2.1, drv("reserved", "b1", true, 5)),
+		), 1},
+		{"its driver backed out of it and accepted it again, no read between", both(
+			eventOK("d1", "accept", "b1", 0.5, 0.6, drv("reserved", "b1", true, 3)),
+			eventOK("d1", "decline", "b1", 1, 1.1, drv("available", "", false, 4)),
+			eventOK("d1", "accept", "b1", 2, 2.1, drv("reserved", "b1", true, 5)),
+		), 0},
 		{"an earlier decline and no read of an earlier version after it", both(
 			readBooking("b1", 0.5, 0.6, bk("allocated", "d1", 1)),
 			eventOK("d1", "decline", "b1", 1, 1.1, drv("available", "", false, 4)),
