@@ -349,8 +349,10 @@ func TestALateWithdrawalDeletesOnlyItsOwnAttemptsUnreportedBooking(t *testing.T)
 			switch {
 			case told.ID == "" && !errors.Is(err, booking.ErrNotFound):
 				t.Fatalf("nobody was told of it, yet after its withdrawal get = %+v, %v; want it gone", got, err)
-			case told.ID == "" && tc.moved.IsZero() && due != 0:
-				t.Fatalf("withdrawn, its index entry is still there (due %v)", due)
+			case told.ID == "" && tc.moved.IsZero() && int64(due) != first.DueAt.UnixMilli():
+				// Left for a scan to forget: it may be a concurrent retry's
+				// too (TestAWithdrawalLeavesTheIndexEntryARetryWrote).
+				t.Fatalf("withdrawn, its index entry is due %v; want it left as it was, %d", due, first.DueAt.UnixMilli())
 			case !tc.moved.IsZero() && int64(due) != tc.moved.UnixMilli():
 				t.Fatalf("a claim moved its index entry to %d, and the withdrawal left it at %v; want it kept", tc.moved.UnixMilli(), due)
 			case told.ID != "" && (err != nil || !got.CreatedAt.Equal(told.CreatedAt)):

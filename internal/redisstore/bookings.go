@@ -88,7 +88,6 @@ type Bookings struct {
 	claim    script
 	withdraw script
 	keep     script
-	zremIf   script
 	// Acks is how many replicas must acknowledge a new booking before it is
 	// reported as created (WAIT); 0 on a cluster without replicas.
 	acks int
@@ -101,7 +100,7 @@ type Bookings struct {
 func NewBookings(r router, acks int, ps Partitions) *Bookings {
 	b := &Bookings{r: r, ps: ps, create: newGuardedScript(createBookingScript), update: newGuardedScript(updateBookingScript),
 		claim: newScript(claimOpenScript), withdraw: newGuardedScript(withdrawScript),
-		keep: newGuardedScript(keepScript), zremIf: newScript(zremIfScoreScript), acks: acks}
+		keep: newGuardedScript(keepScript), acks: acks}
 	b.watch.sub, _ = r.(subscriber)
 	return b
 }
@@ -373,8 +372,11 @@ func (s *Bookings) Schedule(ctx context.Context, id string, at time.Time) error 
 }
 
 // Withdraw deletes b, as the create of b (the value given to Create) stored
-// it, if nothing changed or kept it since, and the index entry that create
-// made, if no claim or other create has moved it.
+// it, if nothing changed or kept it since. Its index entry stays: it may be
+// a concurrent retry's too (one with the same ID, whose entry write left
+// the score where this attempt's put it, ZADD GT, and whose record comes
+// after this withdrawal), and an entry without a record is harmless: the
+// scan that finds it due finds no booking and forgets it.
 func (s *Bookings) Withdraw(ctx context.Context, b booking.Booking) error {
 	b.Version = 1
 	raw, err := json.Marshal(b)
@@ -388,11 +390,9 @@ func (s *Bookings) Withdraw(ctx context.Context, b booking.Booking) error {
 	if n, _ := res.Val.(int64); n != 1 {
 		return nil // it moved on, or is another attempt's, or a retry kept it: it is real
 	}
-	// Best effort from here: the booking is gone, and an entry left behind
-	// is harmless (a scan finds no booking and forgets it).
-	forget := s.zremIf.cmd(s.ps.openKeyOf(b.ID), b.ID, dueOf(b).UnixMilli())
+	// Best effort: a long poll on it learns it is gone.
 	publish := redisroute.Write("SPUBLISH", s.ps.channel(s.ps.Of(b.ID)), b.ID)
-	s.zremIf.exec(context.WithoutCancel(ctx), s.r, []redisroute.Cmd{forget, publish})
+	s.r.Exec(context.WithoutCancel(ctx), []redisroute.Cmd{publish})
 	return nil
 }
 

@@ -100,6 +100,55 @@ func (h *hookedRouter) Exec(ctx context.Context, cmds []redisroute.Cmd) redisrou
 	return res
 }
 
+// Two creates of one booking ID at once (a rider's retry with the same
+// Idempotency-Key), the retry with the shorter deadline: its index entry
+// write leaves the entry due when the first attempt's is (ZADD GT). The
+// first attempt, unconfirmed, withdraws its record; then the retry's
+// record lands and is reported created, and its second indexing, best
+// effort, is lost. The withdrawal must not have taken the entry with it:
+// it was the retry's too, and nothing else would ever advance the booking
+// (a reviewer found it, 2026-12-06: Withdraw removed the entry whose score
+// was still its own).
+func TestAWithdrawalLeavesTheIndexEntryARetryWrote(t *testing.T) {
+	c := clustertest.Start(t)
+	ps := partitions(t, 8)
+	r := newRouterFor(t, c)
+	s := redisstore.NewBookings(r, 1, ps)
+	ctx := context.Background()
+	now := time.Now()
+	first := booking.Booking{ID: "bk-twice", RiderID: "r1", Service: "car", Pickup: driver.Location{Lat: 1.3, Lng: 103.8},
+		Status: booking.Searching, CreatedAt: now, UpdatedAt: now, Deadline: now.Add(30 * time.Second), DueAt: now.Add(35 * time.Second)}
+	if _, created, err := s.Create(ctx, first); err != nil || !created {
+		t.Fatalf("first create = %v, %v", created, err)
+	}
+	retry := first
+	retry.CreatedAt, retry.UpdatedAt, retry.DueAt = now.Add(time.Second), now.Add(time.Second), now.Add(6*time.Second)
+	zadds := 0
+	h := &hookedRouter{Router: r}
+	h.drop = func(cmds []redisroute.Cmd) bool {
+		if cmds[0].Args[0] != "ZADD" {
+			return false
+		}
+		zadds++
+		return zadds == 2 // the retry's second indexing, after its record
+	}
+	h.after = func(cmds []redisroute.Cmd, _ redisroute.Results) {
+		if cmds[0].Args[0] == "ZADD" && zadds == 1 { // the retry's entry is written: the first withdraws
+			if err := s.Withdraw(ctx, first); err != nil {
+				t.Errorf("withdraw = %v", err)
+			}
+		}
+	}
+	if got, created, err := redisstore.NewBookings(h, 1, ps).Create(ctx, retry); err != nil || !created || !got.CreatedAt.Equal(retry.CreatedAt) {
+		t.Fatalf("the retry's create = %+v, %v, %v; want it created after the first was withdrawn", got, created, err)
+	}
+	open := ps.OpenKey(ps.Of(first.ID))
+	score := r.Exec(ctx, []redisroute.Cmd{{Args: []any{"ZSCORE", open, first.ID}, Key: open, Fresh: true}})[0]
+	if score.Err != nil || score.Val == nil {
+		t.Fatalf("the booking reported created has no index entry (%v, %v): no worker will ever advance it", score.Val, score.Err)
+	}
+}
+
 // A booking that reopens (accepted, its driver backed out: searching
 // again) is in the open index whatever index write is lost: its entry is
 // written, confirmed, before its record, and if that fails nothing is.
