@@ -435,10 +435,10 @@ type allocation struct {
 	version         int64
 	accepted        bool
 	// until, ns into the run: an allocation's reservation's end; for an
-	// accepted booking, the first invocation of its driver's end_trip or
-	// decline of it that may have landed after this version began
-	// (math.MaxInt64 if none), since nothing else frees a driver its
-	// accepted booking names.
+	// accepted booking, the first invocation of its driver's end_trip of
+	// it (math.MaxInt64 if none): nothing else frees a driver while its
+	// accepted booking still names it at that version (a back-out moves
+	// the booking on first, as a cancel does).
 	until int64
 	// lo, hi: the record was at this version throughout [lo, hi] (each
 	// read happened within its own interval and a version never comes
@@ -456,14 +456,7 @@ func (h History) allocations() map[string][]*allocation {
 		booking string
 		version int64
 	}
-	released, accepts := h.releases(), h.firstSent(driver.EventAccept)
-	answers := h.answers()
-	shown := map[string][]Op{} // each booking's answers
-	for _, op := range answers {
-		if bookingAnswer(op) {
-			shown[op.BookingID] = append(shown[op.BookingID], op)
-		}
-	}
+	tripEnds := h.firstSent(false, driver.EventEndTrip)
 	byKey := map[key]*allocation{}
 	var order []key
 	add := func(id string, s State, op Op) {
@@ -474,13 +467,7 @@ func (h History) allocations() map[string][]*allocation {
 		case s.Status == string(booking.Allocated) && s.ReservedUntil != 0:
 			until = h.sinceStart(s.ReservedUntil)
 		case s.Status == string(booking.Accepted):
-			// Only its driver's accept makes a booking accepted: this
-			// version began after the first one was sent.
-			begun := begunAfter(shown[id], s.Version)
-			if a := accepts.of(s.DriverID, id); a != math.MaxInt64 {
-				begun = max(begun, a)
-			}
-			until = released.ending(s.DriverID, id, begun)
+			until = tripEnds.of(s.DriverID, id)
 		default:
 			return
 		}
@@ -495,7 +482,7 @@ func (h History) allocations() map[string][]*allocation {
 		a.lo, a.hi = min(a.lo, op.Return), max(a.hi, op.Invoke)
 		a.seenBy = append(a.seenBy, op)
 	}
-	for _, op := range answers {
+	for _, op := range h.answers() {
 		if bookingAnswer(op) {
 			add(op.BookingID, op.Seen, op)
 		}
@@ -508,68 +495,18 @@ func (h History) allocations() map[string][]*allocation {
 	return out
 }
 
-// begunAfter is an instant (ns into the run) after which a booking's
-// version v began: the latest invocation of an answer that showed an
-// earlier version (versions only grow); 0 if none did.
-func begunAfter(shown []Op, v int64) int64 {
-	var t int64
-	for _, op := range shown {
-		if op.Seen.Version < v {
-			t = max(t, op.Invoke)
-		}
-	}
-	return t
-}
-
-// releases are the end_trip and decline events each driver sent, by
-// driver and booking ("" for one that named none); refused ones (a 4xx)
-// are left out, as they changed nothing on the driver.
-type releases struct {
-	end int64 // the run's, ns into it
-	by  map[[2]string][]Op
-}
-
-func (h History) releases() releases {
-	r := releases{end: h.finalAt(), by: map[[2]string][]Op{}}
-	for _, op := range h.Ops {
-		r.end = max(r.end, op.Return)
-		ev := driver.Event(op.Event)
-		if op.Kind == DriverEvent && op.Outcome != Failed && (ev == driver.EventEndTrip || ev == driver.EventDecline) {
-			k := [2]string{op.DriverID, op.BookingID}
-			r.by[k] = append(r.by[k], op)
-		}
-	}
-	return r
-}
-
-// ending is the first invocation among the driver's releases of the
-// booking (or of none) that may have landed at t or later: one certainly
-// landed before t cannot have ended a hold that began after t.
-// math.MaxInt64 if none.
-func (r releases) ending(driverID, bookingID string, t int64) int64 {
-	first := int64(math.MaxInt64)
-	for _, b := range []string{bookingID, ""} {
-		for _, op := range r.by[[2]string{driverID, b}] {
-			if landedBy(op, r.end) >= t {
-				first = min(first, op.Invoke)
-			}
-		}
-	}
-	return first
-}
-
 // sentAt is, for a driver and a booking ("" for an event that named
 // none), when the driver first sent one of some events for it.
 type sentAt map[[2]string]int64
 
 // firstSent is when each driver first sent one of events for each
-// booking, refused ones (a 4xx) included: a refused event changed nothing
-// on the driver, but one answered 409 may have moved its booking first
-// (Respond's booking step comes before the driver's).
-func (h History) firstSent(events ...driver.Event) sentAt {
+// booking; refused ones (a 4xx) count only with refusedToo: a refused
+// event changed nothing on the driver, but one answered 409 may have moved
+// its booking first (Respond's booking step comes before the driver's).
+func (h History) firstSent(refusedToo bool, events ...driver.Event) sentAt {
 	out := sentAt{}
 	for _, op := range h.Ops {
-		if op.Kind != DriverEvent || !slices.Contains(events, driver.Event(op.Event)) {
+		if op.Kind != DriverEvent || op.Outcome == Failed && !refusedToo || !slices.Contains(events, driver.Event(op.Event)) {
 			continue
 		}
 		k := [2]string{op.DriverID, op.BookingID}
@@ -627,13 +564,13 @@ func together(a, b *allocation) (int64, bool) {
 // Two reads that merely overlap prove nothing: the first booking may have
 // let go in between. An accepted booking holds its driver until the
 // driver ends the trip or backs out (the trip's end leaves the booking
-// accepted), so it counts until the first end_trip or decline of it the
-// driver sent that may have landed after that accepted version began,
-// which was after any answer showing an earlier version was asked for,
-// and after the driver's first accept of the booking was sent. An earlier
-// release that landed before neither (a back-out, and the booking
-// accepted again with no answer between) counts, and the version is not
-// judged.
+// accepted), so it counts until the first end_trip of it the driver sent.
+// A decline does not end it: Apollo moves the booking on (searching
+// again, a new version) before it frees a driver backing out, so while
+// the booking still names the driver at that accepted version the driver
+// is not free. Until 2026-12-06 the driver's first decline of the booking
+// ended the hold too, at any time: a decline of an earlier reservation of
+// the same booking hid the hold of its later acceptance.
 func DriverHeldTwice(h History) []Violation {
 	var out []Violation
 	byDriver := h.allocations()

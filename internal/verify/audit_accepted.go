@@ -20,7 +20,7 @@ const CodeAcceptedUnasked = "accepted_unasked"
 // that did would pass every other check. One violation a booking and
 // driver.
 func AcceptedUnasked(h History) []Violation {
-	accepts := h.firstSent(driver.EventAccept)
+	accepts := h.firstSent(true, driver.EventAccept)
 	reported := map[[2]string]bool{}
 	var out []Violation
 	for _, op := range h.answers() {
@@ -53,7 +53,7 @@ const CodeReopenedUnasked = "reopened_unasked"
 // that a worker or a sweep that reopened accepted bookings would pass it;
 // this audit would not. One violation a booking and driver.
 func ReopenedUnasked(h History) []Violation {
-	declines := h.firstSent(driver.EventDecline)
+	declines := h.firstSent(true, driver.EventDecline)
 	reads := h.answers()
 	accepted := map[string][]Op{} // by booking: answers showing it accepted
 	for _, op := range reads {
@@ -98,7 +98,7 @@ const CodeUnacceptedUnasked = "unaccepted_unasked"
 // its instance stopped), so a pipeline that withdrew accepts on its own
 // would pass it; this audit would not. One violation a driver and booking.
 func UnacceptedUnasked(h History) []Violation {
-	declines := h.firstSent(driver.EventDecline)
+	declines := h.firstSent(true, driver.EventDecline)
 	reads := h.answers()
 	accepted := map[[2]string][]Op{} // by driver and booking
 	var withdrawn []Op

@@ -20,8 +20,8 @@ const CodeDeclineKeptBooking = "decline_kept_booking"
 // invoked is a violation. (A version never comes back, so b was at that
 // version all the while.) Before 2026-12-06 a driver backing out of an
 // accepted booking was answered OK and left the booking accepted, naming a
-// driver free for others; driver_held_twice cannot see it, since the
-// decline ends the accepted booking's hold there. One violation a decline.
+// driver free for others; driver_held_twice sees that only once another
+// booking holds the driver too. One violation a decline.
 func DeclinesKeptBookings(h History) []Violation {
 	type hold struct {
 		booking, driver string
