@@ -91,7 +91,7 @@ type DriversWithBookings struct {
 func (d DriversWithBookings) Apply(ctx context.Context, id string, tr driver.Transition, now time.Time) (driver.Driver, error) {
 	switch tr.Event {
 	case driver.EventAccept, driver.EventDecline:
-		return d.bookings.Respond(ctx, id, tr.BookingID, tr.Event == driver.EventAccept)
+		return d.bookings.Respond(ctx, id, tr.BookingID, tr.Until, tr.Event == driver.EventAccept)
 	case driver.EventStartTrip:
 		return d.bookings.StartTrip(ctx, id, tr.BookingID)
 	}

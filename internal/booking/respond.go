@@ -37,7 +37,14 @@ const casAttempts = 5
 //     up at once if its deadline has passed. If the instance stops after
 //     the first step, the driver's app sending the decline again, or the
 //     sweep once the reservation lapses, finishes the back-out.
-func (s *Service) Respond(ctx context.Context, driverID, bookingID string, accept bool) (driver.Driver, error) {
+//
+// until, when not zero, names the reservation answered (the driver's
+// reserved_until as the app showed it): an answer meant for an earlier
+// reservation of the same booking is refused (driver.ErrWrongReservation)
+// rather than taken for the driver's answer to a later one it never saw,
+// as a decline retried after a lost answer would be once dispatch had
+// reserved the same driver for the booking again.
+func (s *Service) Respond(ctx context.Context, driverID, bookingID string, until time.Time, accept bool) (driver.Driver, error) {
 	d, err := s.driver.Get(ctx, driverID)
 	if err != nil {
 		return d, err
@@ -46,7 +53,7 @@ func (s *Service) Respond(ctx context.Context, driverID, bookingID string, accep
 		bookingID = d.BookingID
 	}
 	now := s.now()
-	tr := driver.Transition{Event: driver.EventDecline, BookingID: bookingID}
+	tr := driver.Transition{Event: driver.EventDecline, BookingID: bookingID, Until: until}
 	if accept {
 		tr.Event = driver.EventAccept
 		actx, cancel := s.beforeLapse(ctx, d, bookingID, now)
@@ -62,7 +69,7 @@ func (s *Service) Respond(ctx context.Context, driverID, bookingID string, accep
 		}
 		return next, s.follow(ctx, bookingID, driverID, Accepted, time.Time{}, false)
 	}
-	if d.Status == driver.StatusReserved && d.BookingID == bookingID {
+	if tr.Until.IsZero() && d.Status == driver.StatusReserved && d.BookingID == bookingID {
 		// The reservation the driver answers: a decline held up after the
 		// booking let go must not end the booking's next reservation of
 		// the same driver, which a worker may have made meanwhile.

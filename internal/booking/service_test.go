@@ -291,7 +291,7 @@ func (r *rig) acceptedByD1(t *testing.T) Booking {
 	t.Helper()
 	ctx := context.Background()
 	b, _ := r.svc.Create(ctx, req("k"))
-	if _, err := r.svc.Respond(ctx, "d1", b.ID, true); err != nil {
+	if _, err := r.svc.Respond(ctx, "d1", b.ID, time.Time{}, true); err != nil {
 		t.Fatalf("accept: %v", err)
 	}
 	return b
@@ -576,10 +576,10 @@ func TestDriverResponses(t *testing.T) {
 	r := newRig(t, "d1")
 	r.fleet.drivers["someone-else"] = driver.Driver{ID: "someone-else", Status: driver.StatusAvailable}
 	b, _ := r.svc.Create(ctx, req("k"))
-	if _, err := r.svc.Respond(ctx, "someone-else", b.ID, true); !errors.Is(err, driver.ErrIllegalTransition) {
+	if _, err := r.svc.Respond(ctx, "someone-else", b.ID, time.Time{}, true); !errors.Is(err, driver.ErrIllegalTransition) {
 		t.Errorf("accept by another driver = %v, want ErrIllegalTransition", err)
 	}
-	if _, err := r.svc.Respond(ctx, "d1", "", false); err != nil {
+	if _, err := r.svc.Respond(ctx, "d1", "", time.Time{}, false); err != nil {
 		t.Fatal(err)
 	}
 	if got, _ := r.svc.Get(ctx, b.ID); got.Status != Searching || got.DriverID != "" {
@@ -593,13 +593,13 @@ func TestDriverResponses(t *testing.T) {
 	defer r.svc.Stop()
 	eventually(t, "re-allocated", func() bool { got, _ := r.svc.Get(ctx, b.ID); return got.Status == Allocated })
 	got, _ := r.svc.Get(ctx, b.ID)
-	if _, err := r.svc.Respond(ctx, got.DriverID, b.ID, true); err != nil {
+	if _, err := r.svc.Respond(ctx, got.DriverID, b.ID, time.Time{}, true); err != nil {
 		t.Fatal(err)
 	}
 	if got, _ := r.svc.Get(ctx, b.ID); got.Status != Accepted {
 		t.Fatalf("after accept = %s", got.Status)
 	}
-	if _, err := r.svc.Respond(ctx, got.DriverID, b.ID, true); err != nil {
+	if _, err := r.svc.Respond(ctx, got.DriverID, b.ID, time.Time{}, true); err != nil {
 		t.Errorf("a repeated accept = %v, want it taken as done", err)
 	}
 	if _, err := r.svc.Cancel(ctx, b.ID); !errors.Is(err, ErrIllegal) {
@@ -641,7 +641,7 @@ func TestADeclineFreesTheBookingBeforeTheDriver(t *testing.T) {
 	b, _ := r.svc.Create(ctx, req("k"))
 	failing := &failingApply{fakeFleet: r.fleet}
 	r.svc.driver = failing
-	if _, err := r.svc.Respond(ctx, "d1", b.ID, false); err == nil {
+	if _, err := r.svc.Respond(ctx, "d1", b.ID, time.Time{}, false); err == nil {
 		t.Fatal("the decline's driver update failed, but Respond reported success")
 	}
 	got, _ := r.svc.Get(ctx, b.ID)
@@ -968,7 +968,7 @@ func TestADeclineBeforeTheBookingNamesItsDriverStopsTheAllocationNamingIt(t *tes
 	r.fleet.mu.Lock()
 	r.fleet.drivers["d1"] = driver.Driver{ID: "d1", Status: driver.StatusReserved, BookingID: b.ID, ReservedUntil: r.clk.now().Add(15 * time.Second), Version: 2}
 	r.fleet.mu.Unlock()
-	if _, err := r.svc.Respond(ctx, "d1", b.ID, false); err != nil {
+	if _, err := r.svc.Respond(ctx, "d1", b.ID, time.Time{}, false); err != nil {
 		t.Fatal(err)
 	}
 	if d := r.fleet.status("d1"); d.Status != driver.StatusAvailable {
@@ -1008,7 +1008,7 @@ func TestALateReleaseOfAnAllocationNeverFreesItsBookingsNextReservation(t *testi
 		}
 		inFlight = false
 		r.clk.add(50 * time.Millisecond) // the offer reaches the driver
-		if _, err := r.svc.Respond(ctx, "d1", b.ID, false); err != nil {
+		if _, err := r.svc.Respond(ctx, "d1", b.ID, time.Time{}, false); err != nil {
 			t.Fatalf("decline: %v", err)
 		}
 		r.clk.add(50 * time.Millisecond)
@@ -1068,7 +1068,7 @@ func TestADriversLateDeclineNeverFreesItsBookingsNextReservation(t *testing.T) {
 		}
 		inFlight = false
 		r.clk.add(50 * time.Millisecond)
-		go func() { _, err := r.svc.Respond(ctx, "d1", b.ID, false); declined <- err }()
+		go func() { _, err := r.svc.Respond(ctx, "d1", b.ID, time.Time{}, false); declined <- err }()
 		select {
 		case <-held.entered: // the booking let go; the driver's decline is held up
 		case err := <-declined:
@@ -1097,6 +1097,53 @@ func TestADriversLateDeclineNeverFreesItsBookingsNextReservation(t *testing.T) {
 	}
 }
 
+// A decline that names the reservation it answers (the driver's
+// reserved_until, as its app showed it), sent again after its first
+// answer was lost, once a worker has reserved the same driver for the
+// same booking again, is refused: the app never saw the new reservation,
+// and the decline must not end it. Without the reservation named it would
+// end it and be answered done (README, Known limits, until 2026-12-06).
+func TestADeclineNamingAnEarlierReservationLeavesTheLaterOne(t *testing.T) {
+	ctx := context.Background()
+	r := newRig(t, "d1")
+	b, err := r.svc.Create(ctx, req("k"))
+	if err != nil || b.Status != Allocated || b.DriverID != "d1" {
+		t.Fatalf("create = %+v, %v; want allocated to d1", b, err)
+	}
+	first := b.ReservedUntil
+	if _, err := r.svc.Respond(ctx, "d1", b.ID, first, false); err != nil {
+		t.Fatalf("the decline = %v", err)
+	}
+	r.clk.add(time.Second)
+	if err := r.svc.advance(ctx, b.ID); err != nil {
+		t.Fatalf("the worker's advance: %v", err)
+	}
+	again, _ := r.store.Get(ctx, b.ID)
+	if again.Status != Allocated || again.DriverID != "d1" || again.ReservedUntil.Equal(first) {
+		t.Fatalf("booking %s with %q until %v, want allocated to d1 again, under a new reservation", again.Status, again.DriverID, again.ReservedUntil)
+	}
+	if _, err := r.svc.Respond(ctx, "d1", b.ID, first, false); !errors.Is(err, driver.ErrWrongReservation) {
+		t.Errorf("the decline sent again = %v, want driver.ErrWrongReservation", err)
+	}
+	if got, _ := r.store.Get(ctx, b.ID); got.Status != Allocated || got.DriverID != "d1" || !got.ReservedUntil.Equal(again.ReservedUntil) {
+		t.Errorf("booking %s with %q until %v after the decline sent again, want it left allocated to d1 until %v", got.Status, got.DriverID, got.ReservedUntil, again.ReservedUntil)
+	}
+	if d := r.fleet.status("d1"); d.Status != driver.StatusReserved || !d.ReservedUntil.Equal(again.ReservedUntil) {
+		t.Errorf("d1 %s until %v, want still reserved until %v", d.Status, d.ReservedUntil, again.ReservedUntil)
+	}
+	// The accept of the earlier reservation is refused too; of the later
+	// one, taken.
+	if _, err := r.svc.Respond(ctx, "d1", b.ID, first, true); !errors.Is(err, driver.ErrWrongReservation) {
+		t.Errorf("an accept of the earlier reservation = %v, want driver.ErrWrongReservation", err)
+	}
+	if _, err := r.svc.Respond(ctx, "d1", b.ID, again.ReservedUntil, true); err != nil {
+		t.Errorf("an accept of the later reservation = %v", err)
+	}
+	if got, _ := r.store.Get(ctx, b.ID); got.Status != Accepted {
+		t.Errorf("booking %s, want accepted", got.Status)
+	}
+}
+
 // A driver who accepted can still back out with a decline, and is freed:
 // an accepted reservation does not expire, and once it has lapsed the
 // trip cannot start, so a decline is its only way out (a review found
@@ -1111,7 +1158,7 @@ func TestADriverWhoAcceptedCanStillBackOut(t *testing.T) {
 	if _, err := r.svc.StartTrip(ctx, "d1", b.ID); err == nil {
 		t.Fatal("a trip started on a lapsed reservation")
 	}
-	if _, err := r.svc.Respond(ctx, "d1", b.ID, false); err != nil {
+	if _, err := r.svc.Respond(ctx, "d1", b.ID, time.Time{}, false); err != nil {
 		t.Fatalf("the decline after the lapse = %v, want done", err)
 	}
 	if d := r.fleet.status("d1"); d.Status != driver.StatusAvailable {
@@ -1138,7 +1185,7 @@ func TestADriverWhoBacksOutOfAnAcceptedBookingSendsItSearchingAgain(t *testing.T
 			r := newRig(t, "d1")
 			b := r.acceptedByD1(t)
 			r.clk.add(tt.after)
-			if _, err := r.svc.Respond(ctx, "d1", b.ID, false); err != nil {
+			if _, err := r.svc.Respond(ctx, "d1", b.ID, time.Time{}, false); err != nil {
 				t.Fatalf("the decline after the accept = %v, want done", err)
 			}
 			if d := r.fleet.status("d1"); d.Status != driver.StatusAvailable {
@@ -1181,18 +1228,18 @@ func TestAHeldDeclineNeverUndoesALaterAcceptanceOfTheSameBooking(t *testing.T) {
 			return
 		}
 		held = true // the first decline is held here; its twin goes through
-		if _, err := r.svc.Respond(ctx, "d1", b.ID, false); err != nil {
+		if _, err := r.svc.Respond(ctx, "d1", b.ID, time.Time{}, false); err != nil {
 			t.Errorf("back out: %v", err)
 		}
 		r.clk.add(time.Second)
 		if err := r.svc.advance(ctx, b.ID); err != nil { // d1, free, is reserved again
 			t.Errorf("advance: %v", err)
 		}
-		if _, err := r.svc.Respond(ctx, "d1", b.ID, true); err != nil {
+		if _, err := r.svc.Respond(ctx, "d1", b.ID, time.Time{}, true); err != nil {
 			t.Errorf("accept again: %v", err)
 		}
 	}
-	_, err := r.svc.Respond(ctx, "d1", b.ID, false)
+	_, err := r.svc.Respond(ctx, "d1", b.ID, time.Time{}, false)
 	r.store.beforeUpdate = nil
 	if !errors.Is(err, driver.ErrWrongBooking) {
 		t.Errorf("the held decline = %v, want ErrWrongBooking", err)
@@ -1221,7 +1268,7 @@ func TestATripCannotStartWhileItsDriverBacksOut(t *testing.T) {
 			_, started = r.svc.StartTrip(ctx, "d1", b.ID)
 		}
 	}
-	if _, err := r.svc.Respond(ctx, "d1", b.ID, false); err != nil {
+	if _, err := r.svc.Respond(ctx, "d1", b.ID, time.Time{}, false); err != nil {
 		t.Fatalf("the back-out = %v, want done", err)
 	}
 	if started == nil {
@@ -1276,12 +1323,12 @@ func TestADeclineThatReadItsDriverBeforeTheAcceptCannotReopenTheBooking(t *testi
 	b, _ := r.svc.Create(ctx, req("k")) // allocated to d1
 	var started error
 	r.afterNextDriverRead(func() { // the decline has read d1 reserved, not accepted
-		if _, err := r.svc.Respond(ctx, "d1", b.ID, true); err != nil {
+		if _, err := r.svc.Respond(ctx, "d1", b.ID, time.Time{}, true); err != nil {
 			t.Errorf("accept: %v", err)
 		}
 		_, started = r.svc.StartTrip(ctx, "d1", b.ID)
 	})
-	_, err := r.svc.Respond(ctx, "d1", b.ID, false)
+	_, err := r.svc.Respond(ctx, "d1", b.ID, time.Time{}, false)
 	if started != nil || !errors.Is(err, ErrChanging) {
 		t.Errorf("start_trip = %v and the decline = %v; want the trip started and the decline ErrChanging", started, err)
 	}
@@ -1303,11 +1350,11 @@ func TestAnAcceptSentAgainDuringABackOutIsRefused(t *testing.T) {
 	r.store.beforeUpdate = func(old, next Booking) {
 		if old.Status == Accepted && next.Status == Searching {
 			r.store.beforeUpdate = nil
-			_, accepted = r.svc.Respond(ctx, "d1", b.ID, true)
+			_, accepted = r.svc.Respond(ctx, "d1", b.ID, time.Time{}, true)
 			_, started = r.svc.StartTrip(ctx, "d1", b.ID)
 		}
 	}
-	if _, err := r.svc.Respond(ctx, "d1", b.ID, false); err != nil {
+	if _, err := r.svc.Respond(ctx, "d1", b.ID, time.Time{}, false); err != nil {
 		t.Fatalf("the back-out = %v, want done", err)
 	}
 	if accepted == nil || started == nil {
@@ -1327,18 +1374,18 @@ func TestAHeldDeclineMeetingALaterAcceptanceIsFinal(t *testing.T) {
 	r := newRig(t, "d1")
 	b, _ := r.svc.Create(ctx, req("k")) // allocated to d1, not accepted
 	r.afterNextDriverRead(func() {
-		if _, err := r.svc.Respond(ctx, "d1", b.ID, false); err != nil { // its twin
+		if _, err := r.svc.Respond(ctx, "d1", b.ID, time.Time{}, false); err != nil { // its twin
 			t.Errorf("twin decline: %v", err)
 		}
 		r.clk.add(time.Second)
 		if err := r.svc.advance(ctx, b.ID); err != nil { // d1 reserved again
 			t.Errorf("advance: %v", err)
 		}
-		if _, err := r.svc.Respond(ctx, "d1", b.ID, true); err != nil {
+		if _, err := r.svc.Respond(ctx, "d1", b.ID, time.Time{}, true); err != nil {
 			t.Errorf("accept: %v", err)
 		}
 	})
-	if _, err := r.svc.Respond(ctx, "d1", b.ID, false); !errors.Is(err, driver.ErrWrongBooking) {
+	if _, err := r.svc.Respond(ctx, "d1", b.ID, time.Time{}, false); !errors.Is(err, driver.ErrWrongBooking) {
 		t.Errorf("the held decline = %v, want ErrWrongBooking", err)
 	}
 	got, _ := r.store.Get(ctx, b.ID)
@@ -1357,7 +1404,7 @@ func TestADeclineWhoseBackOutCameFromItsTwinCarriesOn(t *testing.T) {
 	r.afterNextDriverRead(func() { // the twin's first step lands after this decline's read
 		r.backOutD1(t, b)
 	})
-	if _, err := r.svc.Respond(ctx, "d1", b.ID, false); err != nil {
+	if _, err := r.svc.Respond(ctx, "d1", b.ID, time.Time{}, false); err != nil {
 		t.Errorf("the decline = %v, want done", err)
 	}
 	r.wantBackedOut(t, b)
@@ -1392,7 +1439,7 @@ func TestAnAcceptReadBeforeABackOutIsRefused(t *testing.T) {
 	r.afterNextDriverRead(func() {
 		r.backOutD1(t, b)
 	})
-	if got, err := r.svc.Respond(ctx, "d1", b.ID, true); !errors.Is(err, driver.ErrIllegalTransition) {
+	if got, err := r.svc.Respond(ctx, "d1", b.ID, time.Time{}, true); !errors.Is(err, driver.ErrIllegalTransition) {
 		t.Errorf("the accept = %+v, %v; want refused", got, err)
 	}
 }
@@ -1419,7 +1466,7 @@ func TestAnAcceptThatFailedInTheStoreIsNotAnsweredDone(t *testing.T) {
 	r := newRig(t, "d1")
 	b := r.acceptedByD1(t)
 	r.svc.driver = failingAccepts{&getHook{fakeFleet: r.fleet, hook: func() {
-		if _, err := r.svc.Respond(ctx, "d1", b.ID, false); err != nil { // the back-out
+		if _, err := r.svc.Respond(ctx, "d1", b.ID, time.Time{}, false); err != nil { // the back-out
 			t.Errorf("back-out: %v", err)
 		}
 		r.clk.add(time.Second)
@@ -1427,7 +1474,7 @@ func TestAnAcceptThatFailedInTheStoreIsNotAnsweredDone(t *testing.T) {
 			t.Errorf("advance: %v", err)
 		}
 	}}}
-	if _, err := r.svc.Respond(ctx, "d1", b.ID, true); err == nil {
+	if _, err := r.svc.Respond(ctx, "d1", b.ID, time.Time{}, true); err == nil {
 		t.Error("an accept that failed in the store was answered done")
 	}
 	if got, _ := r.store.Get(ctx, b.ID); got.Status == Accepted {
@@ -1450,7 +1497,7 @@ func TestAnAcceptWhileItsAllocationIsRecordedMayStand(t *testing.T) {
 	r.fleet.mu.Lock()
 	r.fleet.drivers["d1"] = driver.Driver{ID: "d1", Status: driver.StatusReserved, BookingID: b.ID, ReservedUntil: until, Version: 2}
 	r.fleet.mu.Unlock()
-	if _, err := r.svc.Respond(ctx, "d1", b.ID, true); !errors.Is(err, ErrChanging) {
+	if _, err := r.svc.Respond(ctx, "d1", b.ID, time.Time{}, true); !errors.Is(err, ErrChanging) {
 		t.Fatalf("the accept = %v, want ErrChanging", err)
 	}
 	if d := r.fleet.status("d1"); !d.Accepted {
@@ -1461,7 +1508,7 @@ func TestAnAcceptWhileItsAllocationIsRecordedMayStand(t *testing.T) {
 	if err := r.store.Update(ctx, b, named); err != nil { // the allocation's update lands
 		t.Fatal(err)
 	}
-	if _, err := r.svc.Respond(ctx, "d1", b.ID, true); err != nil {
+	if _, err := r.svc.Respond(ctx, "d1", b.ID, time.Time{}, true); err != nil {
 		t.Fatalf("the accept sent again = %v, want done", err)
 	}
 	if got, _ := r.store.Get(ctx, b.ID); got.Status != Accepted || got.DriverID != "d1" {
@@ -1482,7 +1529,7 @@ func TestAnAnswerWhoseBookingKeepsChangingMayStand(t *testing.T) {
 		r.store.bks[old.ID] = cur
 		r.store.mu.Unlock()
 	}
-	if _, err := r.svc.Respond(ctx, "d1", b.ID, true); !errors.Is(err, ErrChanging) {
+	if _, err := r.svc.Respond(ctx, "d1", b.ID, time.Time{}, true); !errors.Is(err, ErrChanging) {
 		t.Errorf("the accept = %v, want ErrChanging", err)
 	}
 }
@@ -1512,7 +1559,7 @@ func TestAnAcceptIsRecordedBeforeItsReservationEndsOrNever(t *testing.T) {
 			defer cancel()
 			callerDeadline, _ := ctx.Deadline()
 			before := time.Now()
-			if _, err := r.svc.Respond(ctx, "d1", b.ID, true); err != nil {
+			if _, err := r.svc.Respond(ctx, "d1", b.ID, time.Time{}, true); err != nil {
 				t.Fatalf("accept: %v", err)
 			}
 			after := time.Now()

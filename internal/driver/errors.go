@@ -18,6 +18,12 @@ var (
 	// ErrWrongBooking: the event names a booking the driver does not hold.
 	ErrWrongBooking = errors.New("driver: wrong booking")
 
+	// ErrWrongReservation: the event names the booking the driver holds,
+	// but an earlier reservation of it (Transition.Until), since answered
+	// or lapsed: the booking reserved the driver again. It matches
+	// ErrWrongBooking too.
+	ErrWrongReservation = fmt.Errorf("%w: the reservation named is not the driver's", ErrWrongBooking)
+
 	// ErrReservationNotExpired: expire arrived before ReservedUntil.
 	ErrReservationNotExpired = errors.New("driver: reservation not expired")
 

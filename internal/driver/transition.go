@@ -10,12 +10,13 @@ import (
 type Transition struct {
 	Event     Event
 	BookingID string // every event but go_online and go_offline: the booking concerned
-	// Until: reserve: when the reservation lapses, after now. Decline,
-	// expire and back_out: the end of the reservation to release (or whose
-	// accept to withdraw), or zero for whichever the driver holds for
-	// BookingID. A booking can reserve the
-	// same driver again (declined, then allocated anew), and a release
-	// meant for its earlier reservation must not end the later one.
+	// Until: reserve: when the reservation lapses, after now. Accept,
+	// decline, expire and back_out: the end of the reservation answered,
+	// released (or whose accept to withdraw), or zero for whichever the
+	// driver holds for BookingID. A booking can reserve the same driver
+	// again (declined, then allocated anew), and an answer or a release
+	// meant for its earlier reservation must not act on the later one
+	// (ErrWrongReservation).
 	Until    time.Time
 	Services []string // go_online: the services offered (see ValidateServices)
 }
@@ -49,8 +50,9 @@ func target(from Status, ev Event) (Status, bool) {
 //   - *TransitionError (ErrIllegalTransition) when the state machine has no
 //     such move from d.Status;
 //   - ErrWrongBooking when a booking event names a booking d does not hold,
-//     or a release (decline, expire) names a reservation of it (Until) that
-//     d no longer holds;
+//     and ErrWrongReservation (which matches ErrWrongBooking too) when an
+//     answer or a release (accept, decline, expire, back_out) names a
+//     reservation of it (Until) that d no longer holds;
 //   - the event's own preconditions: *TransitionError for accepting twice or
 //     starting an unaccepted trip, ErrReservationExpired,
 //     ErrReservationNotExpired, and *InvalidArgumentError for malformed data
@@ -76,7 +78,7 @@ func Apply(d Driver, tr Transition, now time.Time) (Driver, error) {
 	}
 	if namesReservation(tr.Event) && !tr.Until.IsZero() && !SameReservationEnd(tr.Until, d.ReservedUntil) {
 		return d, fmt.Errorf("driver: %s of booking %.64q's reservation until %s, which the driver no longer holds (the booking reserved it again): %w",
-			tr.Event, tr.BookingID, tr.Until.UTC().Format(time.RFC3339Nano), ErrWrongBooking)
+			tr.Event, tr.BookingID, tr.Until.UTC().Format(time.RFC3339Nano), ErrWrongReservation)
 	}
 	if err := checkPreconditions(d, tr, now); err != nil {
 		return d, err
@@ -153,12 +155,11 @@ func checkPreconditions(d Driver, tr Transition, now time.Time) error {
 	return nil
 }
 
-// releases reports whether ev ends a reservation.
 // namesReservation reports an event that may name the reservation it is
 // for (Transition.Until), so that one meant for an earlier reservation of
 // the same booking cannot act on a later one.
 func namesReservation(ev Event) bool {
-	return ev == EventDecline || ev == EventExpire || ev == EventBackOut
+	return ev == EventAccept || ev == EventDecline || ev == EventExpire || ev == EventBackOut
 }
 
 // SameReservationEnd reports whether two reservation ends are the same

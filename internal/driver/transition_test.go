@@ -186,7 +186,11 @@ func TestApplyPreconditions(t *testing.T) {
 		{"back out of another booking", accepted, Transition{Event: EventBackOut, BookingID: "b0"}, t0,
 			ErrWrongBooking, "does not hold"},
 		{"back out of an earlier reservation of the booking", accepted, Transition{Event: EventBackOut, BookingID: "b1", Until: lapse.Add(-time.Second)}, t0,
-			ErrWrongBooking, "no longer holds"},
+			ErrWrongReservation, "no longer holds"},
+		{"accept an earlier reservation of the booking", reserved, Transition{Event: EventAccept, BookingID: "b1", Until: lapse.Add(-time.Second)}, t0,
+			ErrWrongReservation, "no longer holds"},
+		{"decline an earlier reservation of the booking", reserved, Transition{Event: EventDecline, BookingID: "b1", Until: lapse.Add(-time.Second)}, t0,
+			ErrWrongReservation, "no longer holds"},
 		{"back out of a trip", inStatus(StatusOnTrip, false), Transition{Event: EventBackOut, BookingID: "b1"}, t0,
 			ErrIllegalTransition, "not allowed"},
 		{"end another trip", inStatus(StatusOnTrip, false), Transition{Event: EventEndTrip, BookingID: "b2"}, t0,
@@ -198,7 +202,7 @@ func TestApplyPreconditions(t *testing.T) {
 		{"unknown status", Driver{ID: "d"}, Transition{Event: EventGoOnline, Services: []string{"car"}}, t0,
 			ErrInvalidArgument, `status must be one of offline, available, reserved, on_trip, got ""`},
 	}
-	sentinels := []error{ErrInvalidArgument, ErrIllegalTransition, ErrWrongBooking, ErrReservationNotExpired, ErrReservationExpired, ErrInvalidServices}
+	sentinels := []error{ErrInvalidArgument, ErrIllegalTransition, ErrWrongBooking, ErrWrongReservation, ErrReservationNotExpired, ErrReservationExpired, ErrInvalidServices}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got, err := Apply(tt.d, tt.tr, tt.now)
@@ -209,7 +213,7 @@ func TestApplyPreconditions(t *testing.T) {
 				t.Errorf("Error() = %q, want it to contain %q", err.Error(), tt.wantMsg)
 			}
 			for _, s := range sentinels {
-				if s == tt.wantErr || (tt.wantErr == ErrInvalidServices && s == ErrInvalidArgument) {
+				if s == tt.wantErr || (tt.wantErr == ErrInvalidServices && s == ErrInvalidArgument) || (tt.wantErr == ErrWrongReservation && s == ErrWrongBooking) {
 					continue
 				}
 				if errors.Is(err, s) {

@@ -12,6 +12,7 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/apollo-platform/apollo/internal/driver"
 )
@@ -135,6 +136,7 @@ func bodyError(err error) error {
 		tooLarge  *http.MaxBytesError
 		syntax    *json.SyntaxError
 		typeError *json.UnmarshalTypeError
+		timeError *time.ParseError
 	)
 	switch {
 	case errors.As(err, &tooLarge):
@@ -154,6 +156,9 @@ func bodyError(err error) error {
 		// "number 1e400": keep the kind only, never the client's digits.
 		got, _, _ := strings.Cut(typeError.Value, " ")
 		return invalid(fmt.Sprintf("%.64s", typeError.Field), "has a JSON %.16s where %s is expected", got, jsonKind(typeError.Type))
+	case errors.As(err, &timeError):
+		// The only times a request carries are RFC 3339 strings.
+		return invalid("body", "has a time that is not RFC 3339, such as 2024-03-01T12:05:00Z")
 	case strings.HasPrefix(err.Error(), "json: unknown field "):
 		// encoding/json has no type for this error; the field name is
 		// quoted at the end of its message.

@@ -180,6 +180,9 @@ func classify(err error) problem {
 	// The next three are refusals by the state machine too: the request is
 	// well formed but the driver's state does not allow it, and retrying
 	// the same request will not help.
+	case errors.Is(err, driver.ErrWrongReservation):
+		p = problem{status: http.StatusConflict, code: CodeIllegalTransition,
+			message: "the driver no longer holds the reservation named (reserved_until): it was answered or lapsed, and the booking may have reserved the driver again; read the driver"}
 	case errors.Is(err, driver.ErrWrongBooking):
 		p = problem{status: http.StatusConflict, code: CodeIllegalTransition, message: "the driver does not hold that booking"}
 	case errors.Is(err, driver.ErrReservationExpired):

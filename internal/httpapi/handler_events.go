@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/apollo-platform/apollo/internal/driver"
 )
@@ -28,6 +29,11 @@ type eventRequest struct {
 	// BookingID is optional with booking events (absent: the booking the
 	// driver holds) and refused with go_online and go_offline.
 	BookingID *string `json:"booking_id"`
+	// ReservedUntil is optional with accept and decline, refused with the
+	// rest: the reservation answered, as the driver's reserved_until showed
+	// it. An answer sent again after a lost response then cannot act on a
+	// later reservation of the same booking, which the app never saw.
+	ReservedUntil *time.Time `json:"reserved_until"`
 }
 
 func (req eventRequest) transition() (driver.Transition, error) {
@@ -60,6 +66,15 @@ func (req eventRequest) transition() (driver.Transition, error) {
 			return driver.Transition{}, err
 		}
 		tr.BookingID = *req.BookingID
+	}
+	if req.ReservedUntil != nil {
+		if ev != driver.EventAccept && ev != driver.EventDecline {
+			return driver.Transition{}, invalid("reserved_until", "is only allowed with accept and decline")
+		}
+		if req.ReservedUntil.IsZero() {
+			return driver.Transition{}, invalid("reserved_until", "must be the end of the reservation answered")
+		}
+		tr.Until = *req.ReservedUntil
 	}
 	return tr, nil
 }

@@ -114,6 +114,19 @@ func (w *workload) driver(ctx context.Context, client int, id string, rng *rand.
 		}
 		return w.rec.do(ctx, o, http.MethodPost, "/v1/drivers/"+id+"/events", body, nil)
 	}
+	// answer is an accept or a decline of the reservation d showed; half
+	// of them name it (reserved_until), as an app that keeps the offer it
+	// shows does, so that both forms meet every fault.
+	answer := func(ev string, d State) Op {
+		if d.ReservedUntil == 0 || d.BookingID == "" || rng.IntN(2) == 0 {
+			return event(ev, d.BookingID)
+		}
+		o := op(DriverEvent)
+		o.Event, o.BookingID = ev, d.BookingID
+		body := map[string]any{"type": ev, "booking_id": d.BookingID,
+			"reserved_until": time.UnixMilli(d.ReservedUntil).UTC().Format(time.RFC3339Nano)}
+		return w.rec.do(ctx, o, http.MethodPost, "/v1/drivers/"+id+"/events", body, nil)
+	}
 	lastBeat := time.Time{}
 	online := false
 	for ctx.Err() == nil {
@@ -134,9 +147,9 @@ func (w *workload) driver(ctx context.Context, client int, id string, rng *rand.
 		case d.Seen.Status == "reserved" && !d.Seen.Accepted:
 			switch p := rng.Float64(); {
 			case p < 0.7:
-				event("accept", d.Seen.BookingID)
+				answer("accept", d.Seen)
 			case p < 0.85:
-				event("decline", d.Seen.BookingID)
+				answer("decline", d.Seen)
 			case p < 0.9:
 				sleep(ctx, driverQuiet) // lets it lapse, and says nothing
 			} // else: let it lapse
@@ -144,7 +157,7 @@ func (w *workload) driver(ctx context.Context, client int, id string, rng *rand.
 			switch backOut := rng.Float64() < backOutShare; {
 			case !sleep(ctx, time.Duration(200+rng.IntN(800))*time.Millisecond):
 			case backOut: // the booking searches again
-				event("decline", d.Seen.BookingID)
+				answer("decline", d.Seen)
 			default:
 				event("start_trip", d.Seen.BookingID)
 			}
