@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -25,7 +26,9 @@ type bookingJSON struct {
 	Status   string `json:"status"`
 	DriverID string `json:"driver_id"`
 	Version  int64  `json:"version"`
-	Error    *struct {
+	// ReservedUntil is the reservation's end while allocated.
+	ReservedUntil time.Time `json:"reserved_until"`
+	Error         *struct {
 		Code        string `json:"code"`
 		RetryAfterS int    `json:"retry_after_s"`
 	} `json:"error"`
@@ -93,12 +96,30 @@ func TestBookingsEndToEnd(t *testing.T) {
 		if code1 != 201 || code2 != 201 || b1.ID == "" || b1.ID != b2.ID || b1.Status != "allocated" {
 			t.Fatalf("first %d %+v, retry %d %+v", code1, b1, code2, b2)
 		}
-		// The driver accepts through the driver API; the booking follows.
-		resp, err := http.Post(api+"/v1/drivers/"+b1.DriverID+"/events", "application/json", bytes.NewReader([]byte(`{"type":"accept"}`)))
-		if err != nil || resp.StatusCode != 200 {
-			t.Fatalf("driver accept: %v %v", err, resp)
+		// The driver accepts through the driver API, naming the reservation
+		// it answers; the booking follows. An accept naming another
+		// reservation of the booking changes nothing.
+		accept := func(until time.Time) int {
+			body := fmt.Sprintf(`{"type":"accept","reserved_until":%q}`, until.Format(time.RFC3339Nano))
+			resp, err := http.Post(api+"/v1/drivers/"+b1.DriverID+"/events", "application/json", strings.NewReader(body))
+			if err != nil {
+				t.Fatalf("driver accept: %v", err)
+			}
+			resp.Body.Close()
+			return resp.StatusCode
 		}
-		resp.Body.Close()
+		if b1.ReservedUntil.IsZero() {
+			t.Fatalf("the booking %+v shows no reservation end", b1)
+		}
+		if code := accept(b1.ReservedUntil.Add(-time.Second)); code != http.StatusConflict {
+			t.Fatalf("an accept naming an earlier reservation answered %d, want 409", code)
+		}
+		if got := getBooking(t, api, b1.ID); got.Status != "allocated" {
+			t.Fatalf("after an accept naming another reservation: %+v, want it still allocated", got)
+		}
+		if code := accept(b1.ReservedUntil); code != http.StatusOK {
+			t.Fatalf("driver accept answered %d", code)
+		}
 		if got := getBooking(t, api, b1.ID); got.Status != "accepted" || got.DriverID != b1.DriverID {
 			t.Fatalf("after the driver accepted: %+v", got)
 		}

@@ -157,7 +157,8 @@ func bodyError(err error) error {
 		got, _, _ := strings.Cut(typeError.Value, " ")
 		return invalid(fmt.Sprintf("%.64s", typeError.Field), "has a JSON %.16s where %s is expected", got, jsonKind(typeError.Type))
 	case errors.As(err, &timeError):
-		// The only times a request carries are RFC 3339 strings.
+		// encoding/json does not say which field; reserved_until is the
+		// only time a request carries.
 		return invalid("body", "has a time that is not RFC 3339, such as 2024-03-01T12:05:00Z")
 	case strings.HasPrefix(err.Error(), "json: unknown field "):
 		// encoding/json has no type for this error; the field name is
@@ -178,6 +179,9 @@ func jsonKind(t reflect.Type) string {
 	}
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
+	}
+	if t == reflect.TypeFor[time.Time]() {
+		return "an RFC 3339 time string"
 	}
 	switch t.Kind() {
 	case reflect.Bool:

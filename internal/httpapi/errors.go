@@ -182,7 +182,7 @@ func classify(err error) problem {
 	// the same request will not help.
 	case errors.Is(err, driver.ErrWrongReservation):
 		p = problem{status: http.StatusConflict, code: CodeIllegalTransition,
-			message: "the driver no longer holds the reservation named (reserved_until): it was answered or lapsed, and the booking may have reserved the driver again; read the driver"}
+			message: "the driver no longer holds the reservation answered: it was answered or lapsed, and the booking may have reserved the driver again; read the driver"}
 	case errors.Is(err, driver.ErrWrongBooking):
 		p = problem{status: http.StatusConflict, code: CodeIllegalTransition, message: "the driver does not hold that booking"}
 	case errors.Is(err, driver.ErrReservationExpired):
