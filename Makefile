@@ -113,7 +113,7 @@ bench-http: redis wrk
 	@n=$$(nproc --all); [ "$$n" -ge 2 ] || { echo "bench-http needs 2 CPUs or more, this machine has $$n"; exit 1; }; \
 	$(GO) test -c -o bin/app.test ./internal/app/ && \
 	for round in 1 2 3; do \
-	  taskset -c 0-$$((n-2)) ./bin/app.test -test.run '^$$' -test.bench 'BatchGet20/(store|http-wrk)$$' -test.benchtime 10s -loadgen-cpus $$((n-1)) || exit 1; \
+	  taskset -c 0-$$((n-2)) ./bin/app.test -test.run '^$$' -test.bench 'BatchGet20/(store|http-wrk|interleaved)$$' -test.benchtime 10s -loadgen-cpus $$((n-1)) || exit 1; \
 	done
 
 # The 2019 incident, reproduced and survived (about 4 minutes per scenario).

@@ -11,7 +11,10 @@ import (
 	"net/http/httptest"
 	"os/exec"
 	"runtime"
+	"slices"
 	"strconv"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -19,6 +22,7 @@ import (
 	"github.com/apollo-platform/apollo/internal/driver"
 	"github.com/apollo-platform/apollo/internal/localcluster"
 	"github.com/apollo-platform/apollo/internal/localcluster/clustertest"
+	"github.com/apollo-platform/apollo/internal/redisstore"
 )
 
 // BenchmarkBatchGet20 measures the batch availability read of 20 drivers,
@@ -91,6 +95,32 @@ func BenchmarkBatchGet20(b *testing.B) {
 	}
 	if wrk, err := exec.LookPath("wrk"); err == nil {
 		b.Run("http-wrk", httpRow(func(b *testing.B, spec loadgenSpec) loadgenResult { return runWrk(b, wrk, wrkDuration(), spec) }))
+		// The store and http-wrk rows again, in turns (the store for a
+		// slice, then HTTP for one, five times), so that a spell when the
+		// machine runs slow falls on both alike: run one after the other,
+		// the two rows of one round moved apart by as much as a fifth on
+		// shared cores, more than the HTTP layer's own cost moves.
+		b.Run("interleaved", func(b *testing.B) {
+			const turns = 5
+			slice := max(time.Second, (wrkDuration() / turns).Round(time.Second))
+			var storeCalls, httpCalls int
+			var storeSecs, httpSecs float64
+			var ratios []float64
+			for range turns {
+				n, secs := storeFor(a.Drivers().BatchGet, batch, callers, slice)
+				got := runWrk(b, wrk, slice, loadgenSpec{URL: api + "/v1/drivers/batch-get", Workers: callers, IDs: len(ids)})
+				if got.Failed > 0 {
+					b.Errorf("%d of %d calls failed: %s", got.Failed, got.Calls, got.FirstError)
+				}
+				storeCalls, storeSecs, httpCalls, httpSecs = storeCalls+n, storeSecs+secs, httpCalls+got.Calls, httpSecs+got.Seconds
+				ratios = append(ratios, (float64(got.Calls)/got.Seconds)/(float64(n)/secs))
+			}
+			slices.Sort(ratios)
+			b.ReportMetric(float64(storeCalls)/storeSecs, "store-calls/s")
+			b.ReportMetric(float64(httpCalls)/httpSecs, "http-calls/s")
+			b.ReportMetric((float64(httpCalls)/httpSecs)/(float64(storeCalls)/storeSecs), "http/store")
+			b.ReportMetric(ratios[len(ratios)/2], "median-turn-http/store")
+		})
 		// The floor of any net/http API on this machine: the same requests
 		// and a real answer of the same size, with no work in between.
 		floor := cannedServer(b, api+"/v1/drivers/batch-get", batch(rand.New(rand.NewPCG(1, 1))))
@@ -101,6 +131,27 @@ func BenchmarkBatchGet20(b *testing.B) {
 	}
 	// Go's client, this test binary run as a child (see TestMain).
 	b.Run("http-go", httpRow(runLoadgen))
+}
+
+// storeFor calls get with batches from callers goroutines for d, and
+// returns the calls made and the seconds they took.
+func storeFor(get func(context.Context, []string) (redisstore.Batch, error), batch func(*rand.Rand) []string, callers int, d time.Duration) (int, float64) {
+	var calls atomic.Int64
+	start := time.Now()
+	deadline := start.Add(d)
+	var wg sync.WaitGroup
+	for range callers {
+		wg.Go(func() {
+			rng := rand.New(rand.NewPCG(rand.Uint64(), 1))
+			for time.Now().Before(deadline) {
+				if _, err := get(context.Background(), batch(rng)); err == nil {
+					calls.Add(1)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return int(calls.Load()), time.Since(start).Seconds()
 }
 
 // clusterCPU is the CPU the cluster's redis-server processes have used so
