@@ -177,7 +177,7 @@ func classify(err error) problem {
 			message: fmt.Sprintf("cannot %s from %s: %s", trans.Event, trans.From, trans.Reason)}
 	case errors.Is(err, driver.ErrIllegalTransition):
 		p = problem{status: http.StatusConflict, code: CodeIllegalTransition, message: "the transition is not allowed in the driver's status"}
-	// The next three are refusals by the state machine too: the request is
+	// The next four are refusals by the state machine too: the request is
 	// well formed but the driver's state does not allow it, and retrying
 	// the same request will not help.
 	case errors.Is(err, driver.ErrWrongReservation):

@@ -563,8 +563,8 @@ func together(a, b *allocation) (int64, bool) {
 // final state (read at one instant) and reads that bracket each other.
 // Two reads that merely overlap prove nothing: the first booking may have
 // let go in between. An accepted booking holds its driver until the
-// driver ends the trip or backs out (the trip's end leaves the booking
-// accepted), so it counts until the first end_trip of it the driver sent.
+// driver ends the trip (the trip's end leaves the booking accepted), so
+// it counts until the first end_trip of it the driver sent.
 // A decline does not end it: Apollo moves the booking on (searching
 // again, a new version) before it frees a driver backing out, so while
 // the booking still names the driver at that accepted version the driver
