@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"errors"
+	"net/http"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -65,6 +66,12 @@ type routeMetrics struct {
 
 func (m *metrics) forRoute(route string) *routeMetrics {
 	return &routeMetrics{route: route, m: m}
+}
+
+// routed wraps h, the handler of the route labelled route, with its own
+// series (see routeMetrics.routed).
+func (m *metrics) routed(route string, h http.Handler) http.Handler {
+	return m.forRoute(route).routed(h)
 }
 
 func (rm *routeMetrics) inFlight() prometheus.Gauge {

@@ -41,20 +41,20 @@ func withRequestID(next http.Handler, ids *requestIDs) http.Handler {
 
 // requestIDs makes ids unique across a fleet without reading the system's
 // random source on every request (that read, a system call, was about an
-// eighth of the middleware's CPU): 64 random bits drawn once per API, then a counter,
-// "<13 base32 characters>-<counter in base 32>". An id names a request;
+// eighth of the middleware's CPU): 64 random bits drawn once per API, then
+// a counter, "<13 base32 characters>-<counter in base 32>". An id names a request;
 // it is not a secret, so that it can be guessed does not matter.
 type requestIDs struct {
 	prefix string
 	n      atomic.Uint64
 }
 
-var idEncoding = base32.NewEncoding("0123456789abcdefghijklmnopqrstuv").WithPadding(base32.NoPadding)
-
 func newRequestIDs() *requestIDs {
 	var seed [8]byte
 	rand.Read(seed[:]) // never fails: see crypto/rand.Read
-	return &requestIDs{prefix: idEncoding.EncodeToString(seed[:])}
+	// Lower case, the counter's digits (strconv's base 32).
+	enc := base32.NewEncoding("0123456789abcdefghijklmnopqrstuv").WithPadding(base32.NoPadding)
+	return &requestIDs{prefix: enc.EncodeToString(seed[:])}
 }
 
 func (g *requestIDs) next() string {

@@ -77,16 +77,9 @@ func New(cfg Config, deps Deps) (http.Handler, error) {
 	}
 	a := &api{responder: responder{log: deps.Log}, cfg: cfg, drivers: deps.Drivers, bookings: deps.Bookings, rules: deps.Rules, now: deps.Now, clockAhead: deps.ClockAhead, stopping: deps.Stopping}
 
-	unmatched := m.forRoute(unmatchedRoute)
-	mux := a.serveMux(a.routes(), func(label string, h http.Handler) http.Handler {
-		if label == unmatchedRoute {
-			return unmatched.routed(h)
-		}
-		return m.forRoute(label).routed(h)
-	})
-	var h http.Handler = mux
+	var h http.Handler = a.serveMux(a.routes(), m.routed)
 	h = a.recoverPanics(h)
-	h = a.observe(h, unmatched)
+	h = a.observe(h, m.forRoute(unmatchedRoute))
 	h = withRequestID(h, newRequestIDs())
 	return h, nil
 }

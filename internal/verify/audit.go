@@ -308,9 +308,8 @@ func landedBy(op Op, end int64) int64 {
 }
 
 // by is, as a unix-ms time, when the last of booking id's declines
-// invoked by t (ns into the run) had landed at the latest: its return, or
-// an unknown one's deadline (the run's end, without one); 0 if none. Taken
-// from the history, not from Apollo's own answers.
+// invoked by t (ns into the run) had landed at the latest (landedBy); 0
+// if none. Taken from the history, not from Apollo's own answers.
 func (r reopenings) by(id string, t int64) int64 {
 	var last int64
 	for _, d := range r.declines[id] {

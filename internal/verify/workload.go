@@ -102,7 +102,9 @@ func (w *workload) driver(ctx context.Context, client int, id string, rng *rand.
 	lat := w.center[0] + (rng.Float64()-0.5)*0.01
 	lng := w.center[1] + (rng.Float64()-0.5)*0.01
 	op := func(k Kind) Op { return Op{Client: client, Kind: k, DriverID: id, Instance: w.instance()} }
-	event := func(ev, bookingID string) Op {
+	// eventUntil sends ev for bookingID; reservedUntil (unix ms), when not 0,
+	// names the reservation it answers.
+	eventUntil := func(ev, bookingID string, reservedUntil int64) Op {
 		o := op(DriverEvent)
 		o.Event, o.BookingID = ev, bookingID
 		body := map[string]any{"type": ev}
@@ -112,8 +114,12 @@ func (w *workload) driver(ctx context.Context, client int, id string, rng *rand.
 		if bookingID != "" {
 			body["booking_id"] = bookingID
 		}
+		if reservedUntil != 0 {
+			body["reserved_until"] = time.UnixMilli(reservedUntil).UTC().Format(time.RFC3339Nano)
+		}
 		return w.rec.do(ctx, o, http.MethodPost, "/v1/drivers/"+id+"/events", body, nil)
 	}
+	event := func(ev, bookingID string) Op { return eventUntil(ev, bookingID, 0) }
 	// answer is an accept or a decline of the reservation d showed; half
 	// of them name it (reserved_until), as an app that keeps the offer it
 	// shows does, so that both forms meet every fault.
@@ -121,11 +127,7 @@ func (w *workload) driver(ctx context.Context, client int, id string, rng *rand.
 		if d.ReservedUntil == 0 || d.BookingID == "" || rng.IntN(2) == 0 {
 			return event(ev, d.BookingID)
 		}
-		o := op(DriverEvent)
-		o.Event, o.BookingID = ev, d.BookingID
-		body := map[string]any{"type": ev, "booking_id": d.BookingID,
-			"reserved_until": time.UnixMilli(d.ReservedUntil).UTC().Format(time.RFC3339Nano)}
-		return w.rec.do(ctx, o, http.MethodPost, "/v1/drivers/"+id+"/events", body, nil)
+		return eventUntil(ev, d.BookingID, d.ReservedUntil)
 	}
 	lastBeat := time.Time{}
 	online := false
