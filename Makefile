@@ -108,12 +108,13 @@ bench: redis wrk
 # The batch read through the store and through HTTP, the load generator on
 # CPUs of its own: this machine's last CPU for it, the others for Apollo and
 # its cluster (needs two CPUs or more; figures in the README). Three rounds,
-# each on a fresh cluster, so that each round's ratio is taken in one sitting.
+# each on a fresh cluster, so that each round's ratio is taken in one sitting;
+# http-floor-busy is net/http's own cost a request at the HTTP row's rate.
 bench-http: redis wrk
 	@n=$$(nproc --all); [ "$$n" -ge 2 ] || { echo "bench-http needs 2 CPUs or more, this machine has $$n"; exit 1; }; \
 	$(GO) test -c -o bin/app.test ./internal/app/ && \
 	for round in 1 2 3; do \
-	  taskset -c 0-$$((n-2)) ./bin/app.test -test.run '^$$' -test.bench 'BatchGet20/(store|http-wrk|interleaved)$$' -test.benchtime 10s -loadgen-cpus $$((n-1)) || exit 1; \
+	  taskset -c 0-$$((n-2)) ./bin/app.test -test.run '^$$' -test.bench 'BatchGet20/(store|http-wrk|interleaved|http-floor-busy)$$' -test.benchtime 10s -loadgen-cpus $$((n-1)) || exit 1; \
 	done
 
 # The 2019 incident, reproduced and survived (about 4 minutes per scenario).

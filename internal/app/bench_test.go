@@ -33,7 +33,9 @@ import (
 // load generator reports its own CPU apart. The load generator is wrk when
 // it is installed (http-wrk) and Go's net/http client always (http-go);
 // with wrk, the interleaved row takes the store and http-wrk rows in
-// turns within one run, so that a slow spell of the machine falls on both.
+// turns within one run, so that a slow spell of the machine falls on both;
+// the http-floor rows answer the same requests with a canned answer, at
+// full speed and after spending the store row's CPU a call.
 // Run: go test -run '^$' -bench BatchGet20 -benchtime 5s ./internal/app/
 func BenchmarkBatchGet20(b *testing.B) {
 	c := clustertest.Start(b)
@@ -57,6 +59,10 @@ func BenchmarkBatchGet20(b *testing.B) {
 	// whatever GOMAXPROCS (1 under `make bench-http`).
 	const callers = 16
 	checkLoadgenApart(b)
+	// The store row's Apollo CPU a call, in nanoseconds, for the
+	// http-floor-busy row; read by its server's handlers.
+	var storeCPU atomic.Int64
+	busyFor := func() time.Duration { return time.Duration(storeCPU.Load()) }
 	b.Run("store", func(b *testing.B) {
 		b.SetParallelism(max(1, callers/runtime.GOMAXPROCS(0)))
 		cpu, redisCPU := capacity.SelfCPU(), clusterCPU(b, c)
@@ -71,13 +77,17 @@ func BenchmarkBatchGet20(b *testing.B) {
 		})
 		b.StopTimer()
 		b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "calls/s")
-		b.ReportMetric((capacity.SelfCPU()-cpu)*1e6/float64(b.N), "cpu-µs/call")
+		perCall := (capacity.SelfCPU() - cpu) / float64(b.N)
+		storeCPU.Store(int64(perCall * float64(time.Second)))
+		b.ReportMetric(perCall*1e6, "cpu-µs/call")
 		b.ReportMetric((clusterCPU(b, c)-redisCPU)*1e6/float64(b.N), "redis-cpu-µs/call")
 	})
 	// The load generator is another process, so that this process's CPU
 	// is the server's alone: the HTTP API, the store and the router. The
 	// two share the machine's cores, as a client on the same host would.
-	httpRow := func(run func(*testing.B, loadgenSpec) loadgenResult) func(*testing.B) {
+	// With busy, the row's server spends busy() of CPU a call before
+	// answering, and net-http-µs/call is its CPU a call less that.
+	httpRow := func(busy func() time.Duration, run func(*testing.B, loadgenSpec) loadgenResult) func(*testing.B) {
 		return func(b *testing.B) {
 			cpu, redisCPU := capacity.SelfCPU(), clusterCPU(b, c)
 			b.ResetTimer()
@@ -93,10 +103,14 @@ func BenchmarkBatchGet20(b *testing.B) {
 			b.ReportMetric(float64(got.Calls)/got.Seconds, "calls/s")
 			b.ReportMetric(server*1e6/float64(got.Calls), "cpu-µs/call")
 			b.ReportMetric(got.CPU*1e6/float64(got.Calls), "loadgen-cpu-µs/call")
+			if busy != nil {
+				b.ReportMetric(float64(busy().Microseconds()), "busy-µs/call")
+				b.ReportMetric(server*1e6/float64(got.Calls)-float64(busy().Microseconds()), "net-http-µs/call")
+			}
 		}
 	}
 	if wrk, err := exec.LookPath("wrk"); err == nil {
-		b.Run("http-wrk", httpRow(func(b *testing.B, spec loadgenSpec) loadgenResult { return runWrk(b, wrk, wrkDuration(), spec) }))
+		b.Run("http-wrk", httpRow(nil, func(b *testing.B, spec loadgenSpec) loadgenResult { return runWrk(b, wrk, wrkDuration(), spec) }))
 		// The store and http-wrk rows again, in turns (the store for a
 		// slice, then HTTP for one, five times), so that a spell when the
 		// machine runs slow falls on both alike: run one after the other,
@@ -127,14 +141,30 @@ func BenchmarkBatchGet20(b *testing.B) {
 		})
 		// The floor of any net/http API on this machine: the same requests
 		// and a real answer of the same size, with no work in between.
-		floor := cannedServer(b, api+"/v1/drivers/batch-get", batch(rand.New(rand.NewPCG(1, 1))))
-		b.Run("http-floor", httpRow(func(b *testing.B, spec loadgenSpec) loadgenResult {
+		floor := cannedServer(b, api+"/v1/drivers/batch-get", batch(rand.New(rand.NewPCG(1, 1))), nil)
+		b.Run("http-floor", httpRow(nil, func(b *testing.B, spec loadgenSpec) loadgenResult {
 			spec.URL = floor
 			return runWrk(b, wrk, wrkDuration(), spec)
 		}))
+		// The floor again at about the HTTP row's rate: every answer first
+		// keeps the CPU busy for as long as a store call took it in the
+		// store row. net/http costs more a request at a few thousand a
+		// second than at the floor row's tens of thousands, so this row's
+		// CPU a call less the busy time (net-http-µs/call) is what the
+		// HTTP row pays that no handler can remove.
+		busy := cannedServer(b, api+"/v1/drivers/batch-get", batch(rand.New(rand.NewPCG(1, 1))), busyFor)
+		b.Run("http-floor-busy", func(b *testing.B) {
+			if busyFor() == 0 {
+				b.Skip("needs the store row's CPU a call: run the store row too")
+			}
+			httpRow(busyFor, func(b *testing.B, spec loadgenSpec) loadgenResult {
+				spec.URL = busy
+				return runWrk(b, wrk, wrkDuration(), spec)
+			})(b)
+		})
 	}
 	// Go's client, this test binary run as a child (see TestMain).
-	b.Run("http-go", httpRow(runLoadgen))
+	b.Run("http-go", httpRow(nil, runLoadgen))
 }
 
 // storeFor calls get with batches from callers goroutines for d, and
@@ -174,8 +204,9 @@ func clusterCPU(b *testing.B, c *localcluster.Cluster) float64 {
 
 // cannedServer serves, on a plain net/http server, the answer the API gave
 // to one batch read of ids, to every request, after reading its body: the
-// cost of HTTP alone, for the http-floor row.
-func cannedServer(b *testing.B, url string, ids []string) string {
+// cost of HTTP alone, for the http-floor rows. With busy, each request
+// first keeps the CPU busy for busy().
+func cannedServer(b *testing.B, url string, ids []string, busy func() time.Duration) string {
 	body, err := json.Marshal(map[string][]string{"ids": ids})
 	if err != nil {
 		b.Fatal(err)
@@ -191,6 +222,10 @@ func cannedServer(b *testing.B, url string, ids []string) string {
 	}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.Copy(io.Discard, r.Body)
+		if busy != nil {
+			for start, d := time.Now(), busy(); time.Since(start) < d; {
+			}
+		}
 		w.Header().Set("Content-Type", "application/json")
 		w.Header().Set("Content-Length", strconv.Itoa(len(answer)))
 		_, _ = w.Write(answer)
