@@ -16,7 +16,9 @@ import (
 // store. They live here, in the composition root, so that neither side
 // imports the other.
 
-// finder is dispatch.Finder over the driver store's nearby search.
+// finder is dispatch.Finder over the driver store's nearby search. A
+// search that could not read part of what it looked at returns the drivers
+// it found with the failure, as dispatch.Finder asks.
 type finder struct{ drivers *redisstore.Drivers }
 
 func (f finder) Find(ctx context.Context, service string, at driver.Location, radiusM float64, limit int, now time.Time) ([]dispatch.Candidate, error) {
@@ -28,7 +30,7 @@ func (f finder) Find(ctx context.Context, service string, at driver.Location, ra
 	for i, d := range res.Drivers {
 		out[i] = dispatch.Candidate{DriverID: d.Driver.ID, DistanceM: d.DistanceM}
 	}
-	return out, nil
+	return out, res.Incomplete()
 }
 
 // reserver is dispatch.Reserver and booking.Drivers over the driver store.

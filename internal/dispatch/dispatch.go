@@ -19,6 +19,9 @@ type Candidate struct {
 }
 
 // Finder lists available drivers of a service near a point, nearest first.
+// When it could not read part of the area or of the drivers' records, it
+// returns the candidates it found with an error saying so: the drivers it
+// could not see may be free.
 type Finder interface {
 	Find(ctx context.Context, service string, at driver.Location, radiusM float64, limit int, now time.Time) ([]Candidate, error)
 }
@@ -67,10 +70,14 @@ func New(cfg Config, f Finder, r Reserver) (*Allocator, error) {
 
 // Allocate reserves the nearest available driver for the booking. A driver
 // taken by a concurrent booking is skipped; a storage failure is returned.
+// A search that could not see everything still offers the drivers it found,
+// but when none of them can be reserved the answer is its failure, not
+// ErrNoDriver: a booking counted as finding no driver (Spampede) must not
+// be one that met a shard down while drivers stood by.
 func (a *Allocator) Allocate(ctx context.Context, bookingID, service string, pickup driver.Location, now time.Time) (string, time.Time, error) {
-	cands, err := a.find.Find(ctx, service, pickup, a.cfg.RadiusM, a.cfg.Candidates, now)
-	if err != nil {
-		return "", time.Time{}, fmt.Errorf("find drivers: %w", err)
+	cands, searchErr := a.find.Find(ctx, service, pickup, a.cfg.RadiusM, a.cfg.Candidates, now)
+	if searchErr != nil {
+		searchErr = fmt.Errorf("find drivers: %w", searchErr)
 	}
 	until := now.Add(a.cfg.ReservationTTL)
 	for _, c := range cands {
@@ -83,6 +90,9 @@ func (a *Allocator) Allocate(ctx context.Context, bookingID, service string, pic
 		default:
 			return "", time.Time{}, fmt.Errorf("reserve %s: %w", c.DriverID, err)
 		}
+	}
+	if searchErr != nil {
+		return "", time.Time{}, searchErr
 	}
 	return "", time.Time{}, ErrNoDriver
 }

@@ -55,3 +55,37 @@ func TestAllocateReturnsStorageFailures(t *testing.T) {
 		t.Fatalf("Allocate = %v, want the storage error", err)
 	}
 }
+
+// partialFinder found cands but could not read everything: err.
+type partialFinder struct {
+	cands []Candidate
+	err   error
+}
+
+func (f partialFinder) Find(context.Context, string, driver.Location, float64, int, time.Time) ([]Candidate, error) {
+	return f.cands, f.err
+}
+
+func TestASearchThatCouldNotSeeEverythingIsNeverNoDriver(t *testing.T) {
+	unread := errors.New("a cell could not be read")
+	tests := []struct {
+		name    string
+		cands   []Candidate
+		reserve fakeReserver
+		want    string
+		wantErr error
+	}{
+		{"a driver it found is reserved", []Candidate{{"a", 10}}, fakeReserver{}, "a", nil},
+		{"the drivers it found are taken", []Candidate{{"a", 10}}, fakeReserver{"a": ErrTaken}, "", unread},
+		{"it found nobody", nil, fakeReserver{}, "", unread},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a, _ := New(DefaultConfig(), partialFinder{tt.cands, unread}, tt.reserve)
+			got, _, err := a.Allocate(context.Background(), "bk", "car", driver.Location{}, time.Unix(1000, 0))
+			if got != tt.want || !errors.Is(err, tt.wantErr) || errors.Is(err, ErrNoDriver) {
+				t.Fatalf("Allocate = %q, %v; want %q, %v (never ErrNoDriver)", got, err, tt.want, tt.wantErr)
+			}
+		})
+	}
+}

@@ -8,11 +8,13 @@ import (
 	"github.com/apollo-platform/apollo/internal/redisstore"
 )
 
-// nearbyResponse lists available drivers nearest first. A cell whose read
-// failed is reported, not fatal, like a failed id of a batch.
+// nearbyResponse lists available drivers nearest first. A cell, or a found
+// driver's record, whose read failed is reported, not fatal, like a failed
+// id of a batch.
 type nearbyResponse struct {
-	Drivers     []nearbyDriverJSON `json:"drivers"`
-	FailedCells []cellFailureJSON  `json:"failed_cells"`
+	Drivers       []nearbyDriverJSON `json:"drivers"`
+	FailedCells   []cellFailureJSON  `json:"failed_cells"`
+	FailedDrivers []failureJSON      `json:"failed_drivers"`
 }
 
 type nearbyDriverJSON struct {
@@ -76,8 +78,9 @@ func (a *api) nearby(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	resp := nearbyResponse{
-		Drivers:     make([]nearbyDriverJSON, 0, len(nb.Drivers)),
-		FailedCells: make([]cellFailureJSON, 0, len(nb.FailedCells)),
+		Drivers:       make([]nearbyDriverJSON, 0, len(nb.Drivers)),
+		FailedCells:   make([]cellFailureJSON, 0, len(nb.FailedCells)),
+		FailedDrivers: make([]failureJSON, 0, len(nb.FailedDrivers)),
 	}
 	for _, nd := range nb.Drivers {
 		resp.Drivers = append(resp.Drivers, nearbyDriverJSON{driverJSON: newDriverJSON(nd.Driver, a.rules, now), DistanceM: nd.DistanceM})
@@ -85,6 +88,10 @@ func (a *api) nearby(w http.ResponseWriter, r *http.Request) {
 	for _, f := range nb.FailedCells {
 		_, e := a.describe(r, f.Err, slog.String("cell", f.ID))
 		resp.FailedCells = append(resp.FailedCells, cellFailureJSON{Cell: f.ID, Error: e})
+	}
+	for _, f := range nb.FailedDrivers {
+		_, e := a.describe(r, f.Err, slog.String("driver_id", f.ID))
+		resp.FailedDrivers = append(resp.FailedDrivers, failureJSON{ID: f.ID, Error: e})
 	}
 	a.respond(w, r, resp)
 }

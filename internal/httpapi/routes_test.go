@@ -409,18 +409,20 @@ func TestNearby(t *testing.T) {
 		{name: "radius and limit", req: get(ok + "&radius_m=750.5&limit=5"), wantStatus: 200,
 			check: wantQuery(redisstore.NearbyQuery{Lat: 1.3, Lng: 103.8, RadiusM: 750.5, Service: "car", Limit: 5})},
 		{name: "largest radius and limit", req: get(ok + "&radius_m=20000&limit=100"), wantStatus: 200},
-		{name: "drivers and failed cells", req: get(ok),
+		{name: "drivers, failed cells and failed records", req: get(ok),
 			setup: func(f *fakeDrivers) {
 				f.nearby = redisstore.Nearby{
-					Drivers:     []redisstore.NearbyDriver{{Driver: seedDrivers()[0], DistanceM: 12.5}},
-					FailedCells: []redisstore.Failure{{ID: "w21z7", Err: redisstore.ErrUnavailable}},
+					Drivers:       []redisstore.NearbyDriver{{Driver: seedDrivers()[0], DistanceM: 12.5}},
+					FailedCells:   []redisstore.Failure{{ID: "w21z7", Err: redisstore.ErrUnavailable}},
+					FailedDrivers: []redisstore.Failure{{ID: "drv-2", Err: redisstore.ErrUnavailable}},
 				}
 			},
 			wantStatus: 200,
 			check: func(t *testing.T, rec *httptest.ResponseRecorder, _ *fakeDrivers) {
 				want := `{"drivers":[{"id":"drv-1","services":["car"],"status":"available","location":{"lat":1.3,"lng":103.8},` +
 					`"last_heartbeat":"2024-03-01T11:59:55Z","accepted":false,"version":3,"available":true,"distance_m":12.5}],` +
-					`"failed_cells":[{"cell":"w21z7","error":{"code":"unavailable","message":"storage is unavailable; try again"}}]}` + "\n"
+					`"failed_cells":[{"cell":"w21z7","error":{"code":"unavailable","message":"storage is unavailable; try again"}}],` +
+					`"failed_drivers":[{"id":"drv-2","error":{"code":"unavailable","message":"storage is unavailable; try again"}}]}` + "\n"
 				if got := rec.Body.String(); got != want {
 					t.Errorf("body\n got %s\nwant %s", got, want)
 				}

@@ -23,7 +23,8 @@ import (
 // heartbeat, or hold drivers who are busy or stale), nearest first, a page
 // at a time, until it has Limit of them: most searches read a page of
 // records, not every driver the index holds within the radius. A cell whose
-// read fails is reported in FailedCells; the others still answer.
+// read fails is reported in FailedCells, a driver whose record's read fails
+// in FailedDrivers; the others still answer.
 //
 // The stale members it skipped and those whose record it found missing or
 // stale are swept out of the index once the answer is built, in one
@@ -86,6 +87,7 @@ func (s *Drivers) Nearby(ctx context.Context, q NearbyQuery, now time.Time) (Nea
 			return out, err
 		}
 		ids = ids[n:]
+		out.FailedDrivers = append(out.FailedDrivers, batch.Failed...)
 		for _, id := range batch.Missing {
 			sw.add(where[id], id)
 		}

@@ -1,6 +1,10 @@
 package redisstore
 
-import "github.com/apollo-platform/apollo/internal/driver"
+import (
+	"fmt"
+
+	"github.com/apollo-platform/apollo/internal/driver"
+)
 
 // Batch is the answer to a batch read: one failed node never fails the call.
 type Batch struct {
@@ -29,9 +33,25 @@ type NearbyDriver struct {
 	DistanceM float64
 }
 
-// Nearby is the answer to a nearby search: cells that could not be read are
-// reported, not fatal.
+// Nearby is the answer to a nearby search: cells and drivers' records that
+// could not be read are reported, not fatal.
 type Nearby struct {
-	Drivers     []NearbyDriver // nearest first
-	FailedCells []Failure      // ID is the cell
+	Drivers       []NearbyDriver // nearest first
+	FailedCells   []Failure      // ID is the cell
+	FailedDrivers []Failure      // ID is the driver: found in a cell, its record unread
+}
+
+// Incomplete is nil when the search read everything it looked at, and
+// otherwise an error wrapping the first failure's: drivers may then be
+// missing from Drivers, so an empty answer does not show that none is free.
+func (n Nearby) Incomplete() error {
+	first := n.FailedCells
+	if len(first) == 0 {
+		first = n.FailedDrivers
+	}
+	if len(first) == 0 {
+		return nil
+	}
+	return fmt.Errorf("nearby search incomplete: %d cells and %d drivers' records could not be read (first: %s): %w",
+		len(n.FailedCells), len(n.FailedDrivers), first[0].ID, first[0].Err)
 }
