@@ -538,9 +538,9 @@ func (s *Service) Cancel(ctx context.Context, id string) (Booking, error) {
 	}
 	s.metrics.Outcome(OutcomeCancelled)
 	if b.DriverID != "" {
-		if err := s.driver.Release(ctx, b.DriverID, b.ID, b.ReservedUntil, false, now); err != nil {
-			s.log.Warn("release driver of a cancelled booking", "driver", b.DriverID, "booking", id, "err", err)
-		}
+		// Detached: a rider hanging up now must not leave the driver
+		// reserved for a cancelled booking until the sweep.
+		s.release(ctx, b.DriverID, b.ID, b.ReservedUntil, now)
 	}
 	return next, nil
 }

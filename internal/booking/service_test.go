@@ -55,6 +55,9 @@ type memStore struct {
 	// beforeUpdate, if set, runs at the start of each Update: what other
 	// instances do while an update is in flight.
 	beforeUpdate func(old, next Booking)
+	// afterUpdate, if set, runs once an Update has been applied, before it
+	// returns: what happens while its answer is on the way back.
+	afterUpdate func(old, next Booking)
 }
 
 func newMemStore() *memStore {
@@ -118,6 +121,14 @@ func (m *memStore) Update(ctx context.Context, old, next Booking) error {
 	if hook := m.beforeUpdate; hook != nil {
 		hook(old, next)
 	}
+	err := m.update(ctx, old, next)
+	if hook := m.afterUpdate; hook != nil && err == nil {
+		hook(old, next)
+	}
+	return err
+}
+
+func (m *memStore) update(ctx context.Context, old, next Booking) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.updateDeadline, _ = ctx.Deadline()
@@ -242,7 +253,10 @@ func (f *fakeFleet) Allocate(_ context.Context, bookingID string, _ string, _ dr
 // Release follows the adapter's contract: a driver that accepted is not
 // released, nor one the booking has reserved again since the reservation
 // until names (the driver state machine's rule, to the millisecond).
-func (f *fakeFleet) Release(_ context.Context, driverID, bookingID string, until time.Time, expired bool, now time.Time) error {
+func (f *fakeFleet) Release(ctx context.Context, driverID, bookingID string, until time.Time, expired bool, now time.Time) error {
+	if err := ctx.Err(); err != nil {
+		return err // as the router: nothing is sent on a done context
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	d := f.drivers[driverID]
@@ -683,6 +697,30 @@ func TestCancelFreesTheReservedDriver(t *testing.T) {
 	got, err := r.svc.Cancel(context.Background(), b.ID)
 	if err != nil || got.Status != Cancelled || len(r.fleet.released) != 1 {
 		t.Fatalf("Cancel = %+v, %v; releases %v", got, err, r.fleet.released)
+	}
+}
+
+// A rider's app that hangs up once the cancel's booking write is out must
+// not leave the driver reserved for a cancelled booking until the sweep:
+// the release runs detached from the request's cancellation, as every
+// other cleanup does (a reviewer's finding: it ran on the request's
+// context, and the fleet's Release, as the router, refused a done one).
+func TestACancelFreesTheDriverAfterTheRiderHangsUp(t *testing.T) {
+	r := newRig(t, "d1")
+	b, _ := r.svc.Create(context.Background(), req("k"))
+	ctx, hangUp := context.WithTimeout(context.Background(), 5*time.Second)
+	defer hangUp()
+	r.store.afterUpdate = func(_, next Booking) {
+		if next.Status == Cancelled {
+			hangUp() // the write landed; the client is gone
+		}
+	}
+	got, err := r.svc.Cancel(ctx, b.ID)
+	if err != nil || got.Status != Cancelled {
+		t.Fatalf("Cancel = %s, %v", got.Status, err)
+	}
+	if d := r.fleet.status("d1"); d.Status != driver.StatusAvailable {
+		t.Fatalf("the booking is cancelled, but d1 is %s for %q until %s", d.Status, d.BookingID, d.ReservedUntil)
 	}
 }
 
