@@ -31,6 +31,14 @@ func (b *breaker) allow(now time.Time) bool {
 	return true
 }
 
+// open reports whether the breaker turns requests away now, without taking
+// the half-open probe, which is admission's to take.
+func (b *breaker) open(now time.Time) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.streak >= b.failures && (now.Before(b.openTill) || b.probing)
+}
+
 func (b *breaker) record(now time.Time, ok bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()

@@ -34,6 +34,10 @@ type Config struct {
 	// StoreTimeout bounds the admission read: past it, the booking is
 	// admitted (fail open) and counted.
 	StoreTimeout time.Duration
+	// CountTimeout bounds the count of a booking without a driver, which
+	// its answer waits for (first-miss): past it, the booking goes
+	// uncounted, as while the breaker is open.
+	CountTimeout time.Duration
 	// BreakerFailures consecutive store failures open the breaker: for
 	// BreakerCooldown, admission does not even try the store.
 	BreakerFailures int
@@ -59,14 +63,14 @@ const countWriteEvery = time.Second
 
 // DefaultConfig returns the defaults.
 func DefaultConfig() Config {
-	return Config{StoreTimeout: 10 * time.Millisecond, BreakerFailures: 5, BreakerCooldown: time.Second, MaxTrippedCells: 100_000,
+	return Config{StoreTimeout: 10 * time.Millisecond, CountTimeout: 50 * time.Millisecond, BreakerFailures: 5, BreakerCooldown: time.Second, MaxTrippedCells: 100_000,
 		CountRejectedEvery: 10}
 }
 
 // Validate reports an unusable config.
 func (c Config) Validate() error {
-	if c.StoreTimeout <= 0 || c.BreakerFailures < 1 || c.BreakerCooldown <= 0 || c.MaxTrippedCells < 1 {
-		return errors.New("spampede: store timeout, breaker failures, breaker cooldown and max tripped cells must be positive")
+	if c.StoreTimeout <= 0 || c.CountTimeout <= 0 || c.BreakerFailures < 1 || c.BreakerCooldown <= 0 || c.MaxTrippedCells < 1 {
+		return errors.New("spampede: store timeout, count timeout, breaker failures, breaker cooldown and max tripped cells must be positive")
 	}
 	if c.CountRejectedEvery < 0 {
 		return errors.New("spampede: count-rejected-every must not be negative")
@@ -260,13 +264,25 @@ func (f *Filter) trip(k Key, t tripped, now time.Time) {
 }
 
 // RecordUnallocated counts a booking that found no driver, in its cell's
-// bucket and in its 8 neighbours' (each cell counts its 3 × 3 block).
+// bucket and in its 8 neighbours' (each cell counts its 3 × 3 block),
+// waiting at most CountTimeout: a booking's answer waits for it. While the
+// breaker is open (the counters keep failing admission's reads) nothing is
+// sent and the booking goes uncounted, as admission fails open meanwhile.
+// Its outcome does not feed the breaker: a count is a write to nine keys,
+// slower than admission's read, and a slow spell of writes must not turn
+// admission's filtering off.
 func (f *Filter) RecordUnallocated(ctx context.Context, service string, lat, lng float64, now time.Time) error {
 	rule, ok := f.Rules().Match(service, lat, lng)
 	if !ok {
 		return nil
 	}
-	if err := f.record(ctx, rule, service, lat, lng, now, 1); err != nil {
+	if f.breaker.open(now) {
+		f.obs.RecordFailed()
+		return nil
+	}
+	cctx, cancel := context.WithTimeout(ctx, f.cfg.CountTimeout)
+	defer cancel()
+	if err := f.record(cctx, rule, service, lat, lng, now, 1); err != nil {
 		f.obs.RecordFailed()
 		return fmt.Errorf("spampede: record unallocated booking: %w", err)
 	}

@@ -22,6 +22,10 @@ type memStore struct {
 	delay  time.Duration
 	reads  int
 	writes []int64 // n of each Record
+	// recordDeadline is the deadline of the last Record's context, and
+	// whether it had one.
+	recordDeadline    time.Time
+	recordHasDeadline bool
 }
 
 func newMemStore() *memStore { return &memStore{counts: map[string]int64{}} }
@@ -42,9 +46,10 @@ func (m *memStore) Counts(ctx context.Context, k Key, b int64) (int64, int64, er
 	return cur, prev, err
 }
 
-func (m *memStore) Record(_ context.Context, keys []Key, b, n int64, _ time.Duration) error {
+func (m *memStore) Record(ctx context.Context, keys []Key, b, n int64, _ time.Duration) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	m.recordDeadline, m.recordHasDeadline = ctx.Deadline()
 	if m.err != nil {
 		return m.err
 	}
@@ -215,6 +220,48 @@ func TestFailOpen(t *testing.T) {
 		store.mu.Unlock()
 		if d := f.Admit(ctx, "car", home.lat, home.lng, t0.Add(2*time.Second)); d.Outcome != Admitted {
 			t.Fatalf("after the cooldown the probe should reach the store: %s", d.Outcome)
+		}
+	})
+}
+
+// Counting a booking without a driver happens before its 201 is sent
+// (first-miss), so it waits for the counters no longer than
+// CountTimeout, whatever the caller's context, and not at all while the
+// breaker says they keep failing: a slow shard of counters must not slow
+// every booking that misses (a reviewer's finding: it waited the router's
+// whole timeout, a second, with the breaker open too).
+func TestCountingABookingWithoutADriverIsBounded(t *testing.T) {
+	ctx := context.Background() // as the booking's, detached from the request
+	t.Run("within CountTimeout", func(t *testing.T) {
+		store := newMemStore()
+		f := newFilter(t, store, testRules(nil))
+		before := time.Now()
+		if err := f.RecordUnallocated(ctx, "car", home.lat, home.lng, t0); err != nil {
+			t.Fatal(err)
+		}
+		if !store.recordHasDeadline || store.recordDeadline.After(time.Now().Add(f.cfg.CountTimeout)) || store.recordDeadline.Before(before) {
+			t.Fatalf("Record's deadline %v (set: %v), want within %v of the call", store.recordDeadline, store.recordHasDeadline, f.cfg.CountTimeout)
+		}
+	})
+	t.Run("not while the breaker is open", func(t *testing.T) {
+		store := newMemStore()
+		store.err = errors.New("redis down")
+		f := newFilter(t, store, testRules(nil))
+		for range f.cfg.BreakerFailures {
+			f.Admit(ctx, "car", home.lat, home.lng, t0)
+		}
+		store.mu.Lock()
+		store.err = nil
+		store.mu.Unlock()
+		if err := f.RecordUnallocated(ctx, "car", home.lat, home.lng, t0.Add(100*time.Millisecond)); err != nil {
+			t.Fatal(err)
+		}
+		if len(store.writes) != 0 {
+			t.Fatalf("the breaker is open, yet the count was sent: %v", store.writes)
+		}
+		// The count does not take the half-open probe: admission's read does.
+		if d := f.Admit(ctx, "car", home.lat, home.lng, t0.Add(2*time.Second)); d.Outcome != Admitted || store.reads != f.cfg.BreakerFailures+1 {
+			t.Fatalf("after the cooldown: %s after %d reads, want admitted by the probe's read", d.Outcome, store.reads)
 		}
 	})
 }
