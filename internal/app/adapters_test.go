@@ -15,8 +15,9 @@ import (
 // partRouter answers a nearby search as a cluster with one part down
 // would: every geo cell's search finds driver d1 unless failGeo, its
 // liveness set is empty, and every read of a driver's record fails when
-// failRecords. Nothing else is expected of it.
-type partRouter struct{ failGeo, failRecords bool }
+// failRecords, or answers a record that cannot be decoded when badRecord.
+// Nothing else is expected of it.
+type partRouter struct{ failGeo, failRecords, badRecord bool }
 
 func (r partRouter) Exec(_ context.Context, cmds []redisroute.Cmd) redisroute.Results {
 	out := make(redisroute.Results, len(cmds))
@@ -26,6 +27,8 @@ func (r partRouter) Exec(_ context.Context, cmds []redisroute.Cmd) redisroute.Re
 			out[i].Err = redisroute.ErrUnavailable
 		case name == "GEOSEARCH":
 			out[i].Val = []any{[]any{"d1", "12.5"}}
+		case name == "HMGET" && r.badRecord:
+			out[i].Val = []any{"d1", "car", "bogus", "1.3", "103.8", "0", "", "", "0", "1", ""}
 		default:
 			out[i].Val = []any{}
 		}
@@ -73,4 +76,24 @@ func TestASearchThatCouldNotReadIsNotNoDriver(t *testing.T) {
 			}
 		})
 	}
+	// A record read but not understood stays so: counting it as a failed
+	// read would leave every search around it incomplete, and Spampede
+	// would never count a booking there again.
+	t.Run("a found driver's record cannot be decoded", func(t *testing.T) {
+		store, err := redisstore.NewDrivers(partRouter{badRecord: true}, redisstore.DefaultConfig(), driver.DefaultRules())
+		if err != nil {
+			t.Fatal(err)
+		}
+		nb, err := store.Nearby(context.Background(), redisstore.NearbyQuery{Lat: 1.3, Lng: 103.8, RadiusM: 3000, Service: "car", Limit: 10}, time.Now())
+		if err != nil || len(nb.FailedDrivers) == 0 {
+			t.Fatalf("Nearby = %d failed drivers, %v; want d1 reported", len(nb.FailedDrivers), err)
+		}
+		a, err := dispatch.New(dispatch.DefaultConfig(), finder{store}, reserveNone{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err = a.Allocate(context.Background(), "bk-1", "car", driver.Location{Lat: 1.3, Lng: 103.8}, time.Now()); !errors.Is(err, dispatch.ErrNoDriver) {
+			t.Fatalf("Allocate = %v, want ErrNoDriver", err)
+		}
+	})
 }

@@ -105,7 +105,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	c.API.RegisterFlags(fs)
 	fs.StringVar(&c.SpampedeRulesFile, "spampede-rules-file", c.SpampedeRulesFile, "JSON rule set that seeds the Spampede filter when Redis holds none (default: Singapore, threshold 20 per 60 s)")
 	fs.DurationVar(&c.Spampede.StoreTimeout, "spampede-timeout", c.Spampede.StoreTimeout, "admit (fail open) when the Spampede counters do not answer within this")
-	fs.DurationVar(&c.Spampede.CountTimeout, "spampede-count-timeout", c.Spampede.CountTimeout, "a booking without a driver goes uncounted when the Spampede counters do not take its count within this (a new booking's answer waits for it)")
+	fs.DurationVar(&c.Spampede.CountTimeout, "spampede-count-timeout", c.Spampede.CountTimeout, "with --spampede-count-at first-miss, a new booking without a driver goes uncounted when the Spampede counters do not take its count within this (its answer waits for it)")
 	fs.IntVar(&c.Spampede.CountRejectedEvery, "spampede-count-rejected-every", c.Spampede.CountRejectedEvery, "count every n-th booking a tripped cell turns away as a miss, so a storm that goes on keeps it tripped (0: never)")
 	fs.StringVar((*string)(&c.Booking.CountAt), "spampede-count-at", string(c.Booking.CountAt), "when Spampede counts a booking without a driver: first-miss (its first attempt found none) or deadline (it gave up)")
 	fs.DurationVar(&c.Booking.AllocationTimeout, "allocation-timeout", c.Booking.AllocationTimeout, "a booking with no driver after this is unallocated")

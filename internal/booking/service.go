@@ -20,6 +20,10 @@ import (
 // Admitter is the Spampede filter.
 type Admitter interface {
 	Admit(ctx context.Context, service string, lat, lng float64, now time.Time) spampede.Decision
+	// RecordMiss counts a booking whose first attempt found no driver; the
+	// booking's answer waits on it (bounded by the filter).
+	RecordMiss(ctx context.Context, service string, lat, lng float64, now time.Time) error
+	// RecordUnallocated counts a booking given up, from a worker.
 	RecordUnallocated(ctx context.Context, service string, lat, lng float64, now time.Time) error
 }
 
@@ -292,7 +296,7 @@ func (s *Service) Create(ctx context.Context, req Request) (Booking, error) {
 	}
 	if s.cfg.CountAt == CountFirstMiss && errors.Is(err, dispatch.ErrNoDriver) {
 		// The booking is stored and will be retried: a failed count must not fail it.
-		if err := s.admit.RecordUnallocated(context.WithoutCancel(ctx), req.Service, req.Pickup.Lat, req.Pickup.Lng, now); err != nil {
+		if err := s.admit.RecordMiss(context.WithoutCancel(ctx), req.Service, req.Pickup.Lat, req.Pickup.Lng, now); err != nil {
 			s.log.Warn("spampede: count a booking without a driver", "booking", stored.ID, "err", err)
 		}
 	}

@@ -215,6 +215,10 @@ func (f *fakeAdmit) RecordUnallocated(context.Context, string, float64, float64,
 	return nil
 }
 
+func (f *fakeAdmit) RecordMiss(ctx context.Context, service string, lat, lng float64, now time.Time) error {
+	return f.RecordUnallocated(ctx, service, lat, lng, now)
+}
+
 // fakeFleet hands out free drivers, keeps their state through the real
 // driver state machine, and records releases.
 type fakeFleet struct {

@@ -1,6 +1,7 @@
 package redisstore
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/apollo-platform/apollo/internal/driver"
@@ -41,17 +42,27 @@ type Nearby struct {
 	FailedDrivers []Failure      // ID is the driver: found in a cell, its record unread
 }
 
-// Incomplete is nil when the search read everything it looked at, and
-// otherwise an error wrapping the first failure's: drivers may then be
-// missing from Drivers, so an empty answer does not show that none is free.
+// Incomplete is nil when the search could reach everything it looked at,
+// and otherwise an error wrapping the first unavailability's: drivers may
+// then be missing from Drivers, so an empty answer does not show that none
+// is free. A record that was read but cannot be decoded (ErrUnavailable
+// does not wrap its error) is not counted: it would stay so, and every
+// search around it would be incomplete for ever.
 func (n Nearby) Incomplete() error {
-	first := n.FailedCells
-	if len(first) == 0 {
-		first = n.FailedDrivers
+	var first *Failure
+	unread := 0
+	for _, fs := range [][]Failure{n.FailedCells, n.FailedDrivers} {
+		for i := range fs {
+			if !errors.Is(fs[i].Err, ErrUnavailable) {
+				continue
+			}
+			if unread++; first == nil {
+				first = &fs[i]
+			}
+		}
 	}
-	if len(first) == 0 {
+	if first == nil {
 		return nil
 	}
-	return fmt.Errorf("nearby search incomplete: %d cells and %d drivers' records could not be read (first: %s): %w",
-		len(n.FailedCells), len(n.FailedDrivers), first[0].ID, first[0].Err)
+	return fmt.Errorf("nearby search incomplete: %d cells or drivers' records could not be read (first: %s): %w", unread, first.ID, first.Err)
 }

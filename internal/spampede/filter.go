@@ -34,9 +34,9 @@ type Config struct {
 	// StoreTimeout bounds the admission read: past it, the booking is
 	// admitted (fail open) and counted.
 	StoreTimeout time.Duration
-	// CountTimeout bounds the count of a booking without a driver, which
-	// its answer waits for (first-miss): past it, the booking goes
-	// uncounted, as while the breaker is open.
+	// CountTimeout bounds RecordMiss, the count of a booking without a
+	// driver that its answer waits for (first-miss): past it, the booking
+	// goes uncounted, as while the breaker is open.
 	CountTimeout time.Duration
 	// BreakerFailures consecutive store failures open the breaker: for
 	// BreakerCooldown, admission does not even try the store.
@@ -265,13 +265,24 @@ func (f *Filter) trip(k Key, t tripped, now time.Time) {
 
 // RecordUnallocated counts a booking that found no driver, in its cell's
 // bucket and in its 8 neighbours' (each cell counts its 3 × 3 block),
-// waiting at most CountTimeout: a booking's answer waits for it. While the
-// breaker is open (the counters keep failing admission's reads) nothing is
-// sent and the booking goes uncounted, as admission fails open meanwhile.
-// Its outcome does not feed the breaker: a count is a write to nine keys,
-// slower than admission's read, and a slow spell of writes must not turn
-// admission's filtering off.
+// waiting as long as ctx allows: for a booking given up by a worker, which
+// nothing waits on (--spampede-count-at deadline).
 func (f *Filter) RecordUnallocated(ctx context.Context, service string, lat, lng float64, now time.Time) error {
+	rule, ok := f.Rules().Match(service, lat, lng)
+	if !ok {
+		return nil
+	}
+	return f.recordUnallocated(ctx, rule, service, lat, lng, now)
+}
+
+// RecordMiss counts a booking whose first attempt found no driver, as
+// RecordUnallocated does, for an answer that waits on it (first-miss): it
+// waits at most CountTimeout, and while the breaker is open (the counters
+// keep failing admission's reads) nothing is sent and the booking goes
+// uncounted, as admission fails open meanwhile. Its outcome does not feed
+// the breaker: a count is a write to nine keys, slower than admission's
+// read, and a slow spell of writes must not turn admission's filtering off.
+func (f *Filter) RecordMiss(ctx context.Context, service string, lat, lng float64, now time.Time) error {
 	rule, ok := f.Rules().Match(service, lat, lng)
 	if !ok {
 		return nil
@@ -282,7 +293,11 @@ func (f *Filter) RecordUnallocated(ctx context.Context, service string, lat, lng
 	}
 	cctx, cancel := context.WithTimeout(ctx, f.cfg.CountTimeout)
 	defer cancel()
-	if err := f.record(cctx, rule, service, lat, lng, now, 1); err != nil {
+	return f.recordUnallocated(cctx, rule, service, lat, lng, now)
+}
+
+func (f *Filter) recordUnallocated(ctx context.Context, rule Rule, service string, lat, lng float64, now time.Time) error {
+	if err := f.record(ctx, rule, service, lat, lng, now, 1); err != nil {
 		f.obs.RecordFailed()
 		return fmt.Errorf("spampede: record unallocated booking: %w", err)
 	}

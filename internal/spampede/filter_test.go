@@ -224,26 +224,38 @@ func TestFailOpen(t *testing.T) {
 	})
 }
 
-// Counting a booking without a driver happens before its 201 is sent
-// (first-miss), so it waits for the counters no longer than
-// CountTimeout, whatever the caller's context, and not at all while the
-// breaker says they keep failing: a slow shard of counters must not slow
-// every booking that misses (a reviewer's finding: it waited the router's
-// whole timeout, a second, with the breaker open too).
+// Counting a booking whose first attempt found no driver happens before
+// its 201 is sent (first-miss), so RecordMiss waits for the counters no
+// longer than CountTimeout, whatever the caller's context, and not at all
+// while the breaker says they keep failing: a slow shard of counters must
+// not slow every booking that misses (a reviewer's finding: it waited the
+// router's whole timeout, a second, with the breaker open too). A worker's
+// count of a booking given up (RecordUnallocated, deadline mode) waits as
+// its caller allows: nothing waits on it, and a count cut short is lost.
 func TestCountingABookingWithoutADriverIsBounded(t *testing.T) {
 	ctx := context.Background() // as the booking's, detached from the request
-	t.Run("within CountTimeout", func(t *testing.T) {
+	t.Run("a miss within CountTimeout", func(t *testing.T) {
 		store := newMemStore()
 		f := newFilter(t, store, testRules(nil))
 		before := time.Now()
-		if err := f.RecordUnallocated(ctx, "car", home.lat, home.lng, t0); err != nil {
+		if err := f.RecordMiss(ctx, "car", home.lat, home.lng, t0); err != nil {
 			t.Fatal(err)
 		}
 		if !store.recordHasDeadline || store.recordDeadline.After(time.Now().Add(f.cfg.CountTimeout)) || store.recordDeadline.Before(before) {
 			t.Fatalf("Record's deadline %v (set: %v), want within %v of the call", store.recordDeadline, store.recordHasDeadline, f.cfg.CountTimeout)
 		}
 	})
-	t.Run("not while the breaker is open", func(t *testing.T) {
+	t.Run("a booking given up, as its caller allows", func(t *testing.T) {
+		store := newMemStore()
+		f := newFilter(t, store, testRules(nil))
+		if err := f.RecordUnallocated(ctx, "car", home.lat, home.lng, t0); err != nil {
+			t.Fatal(err)
+		}
+		if store.recordHasDeadline {
+			t.Fatalf("Record's deadline %v, want the caller's (none)", store.recordDeadline)
+		}
+	})
+	openBreaker := func(t *testing.T) (*memStore, *Filter) {
 		store := newMemStore()
 		store.err = errors.New("redis down")
 		f := newFilter(t, store, testRules(nil))
@@ -253,15 +265,29 @@ func TestCountingABookingWithoutADriverIsBounded(t *testing.T) {
 		store.mu.Lock()
 		store.err = nil
 		store.mu.Unlock()
-		if err := f.RecordUnallocated(ctx, "car", home.lat, home.lng, t0.Add(100*time.Millisecond)); err != nil {
+		return store, f
+	}
+	t.Run("no miss while the breaker is open", func(t *testing.T) {
+		store, f := openBreaker(t)
+		if err := f.RecordMiss(ctx, "car", home.lat, home.lng, t0.Add(100*time.Millisecond)); err != nil {
 			t.Fatal(err)
 		}
 		if len(store.writes) != 0 {
 			t.Fatalf("the breaker is open, yet the count was sent: %v", store.writes)
 		}
-		// The count does not take the half-open probe: admission's read does.
-		if d := f.Admit(ctx, "car", home.lat, home.lng, t0.Add(2*time.Second)); d.Outcome != Admitted || store.reads != f.cfg.BreakerFailures+1 {
-			t.Fatalf("after the cooldown: %s after %d reads, want admitted by the probe's read", d.Outcome, store.reads)
+	})
+	t.Run("a miss after the cooldown leaves the probe to admission", func(t *testing.T) {
+		// A count that took the half-open probe would never give it back
+		// (it does not feed the breaker): admission would fail open for good.
+		store, f := openBreaker(t)
+		after := t0.Add(f.cfg.BreakerCooldown + time.Second)
+		if err := f.RecordMiss(ctx, "car", home.lat, home.lng, after); err != nil || len(store.writes) != 1 {
+			t.Fatalf("after the cooldown: %v, writes %v; want the count sent", err, store.writes)
+		}
+		for i := range 3 {
+			if d := f.Admit(ctx, "car", home.lat, home.lng, after); d.Outcome != Admitted {
+				t.Fatalf("admission %d after the cooldown: %s, want admitted by the probe's read", i, d.Outcome)
+			}
 		}
 	})
 }
