@@ -80,8 +80,13 @@ type Store interface {
 	// Schedule sets when an open booking is due next; a booking no longer
 	// open is left alone.
 	Schedule(ctx context.Context, id string, at time.Time) error
-	// Forget removes a booking from the open index.
-	Forget(ctx context.Context, id string) error
+	// Forget removes a booking from the open index if its entry is still
+	// due at `due`, as a claim left it: an entry written since (the
+	// booking reopened, its driver backing out, or a create retried) is
+	// another's, and a removal sent late, by an instance paused after its
+	// read, must not take it away (nothing would ever index the booking
+	// again).
+	Forget(ctx context.Context, id string, due time.Time) error
 	// Withdraw deletes a booking that was just created and never
 	// reported as created, unless something has changed or kept it since,
 	// or another attempt stored it anew: b must be the value given to
@@ -197,7 +202,7 @@ type Service struct {
 	now      func() time.Time
 	metrics  Metrics
 
-	queue chan string
+	queue chan queued
 	stop  chan struct{}
 	wg    sync.WaitGroup
 	once  sync.Once
@@ -221,7 +226,15 @@ func NewService(cfg Config, a Admitter, al Allocator, s Store, d Drivers, rs Res
 		m = noMetrics{}
 	}
 	return &Service{cfg: cfg, admit: a, alloc: al, store: s, driver: d, reserved: rs, shares: sh, log: log, now: now, metrics: m,
-		queue: make(chan string, cfg.Queue), stop: make(chan struct{})}, nil
+		queue: make(chan queued, cfg.Queue), stop: make(chan struct{})}, nil
+}
+
+// queued is a booking for a worker: claimed by a scan until `until` (the
+// end of the claim's hold, the entry's score meanwhile), or, with until
+// zero, sent by a driver's answer.
+type queued struct {
+	id    string
+	until time.Time
 }
 
 // ID is the booking ID for a rider's idempotency key: the same key always
@@ -392,8 +405,12 @@ func (s *Service) release(ctx context.Context, driverID, bookingID string, until
 }
 
 func (s *Service) enqueue(id string) {
+	s.enqueueClaimed(queued{id: id})
+}
+
+func (s *Service) enqueueClaimed(q queued) {
 	select {
-	case s.queue <- id:
+	case s.queue <- q:
 	default: // the next scan picks it up
 	}
 }

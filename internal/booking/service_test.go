@@ -174,10 +174,12 @@ func (m *memStore) Schedule(_ context.Context, id string, at time.Time) error {
 	return nil
 }
 
-func (m *memStore) Forget(_ context.Context, id string) error {
+func (m *memStore) Forget(_ context.Context, id string, due time.Time) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	delete(m.due, id)
+	if at, ok := m.due[id]; ok && at.UnixMilli() == due.UnixMilli() {
+		delete(m.due, id)
+	}
 	return nil
 }
 
@@ -745,12 +747,13 @@ func TestABookingIsNotForgottenWhileItsRecordIsBeingWritten(t *testing.T) {
 		// The failover the record's write waits out: past the claim hold,
 		// within the create's deadline (a write after it is refused).
 		r.clk.add(r.svc.cfg.ClaimHold + time.Second)
-		ids, err := r.store.Claim(ctx, nil, r.clk.now(), r.svc.cfg.ClaimHold, 10)
+		now := r.clk.now()
+		ids, err := r.store.Claim(ctx, nil, now, r.svc.cfg.ClaimHold, 10)
 		if err != nil {
 			t.Fatal(err)
 		}
 		for _, id := range ids { // as a worker does
-			if err := r.svc.advance(ctx, id); err != nil {
+			if err := r.svc.advance(ctx, queued{id: id, until: now.Add(r.svc.cfg.ClaimHold)}); err != nil {
 				t.Errorf("advance %s: %v", id, err)
 			}
 		}
@@ -1121,7 +1124,7 @@ func TestADriversLateDeclineNeverFreesItsBookingsNextReservation(t *testing.T) {
 		t.Fatalf("the first allocation = %v, want ErrConflict (the driver declined)", err)
 	}
 	r.clk.add(50 * time.Millisecond)
-	if err := r.svc.advance(ctx, b.ID); err != nil {
+	if err := r.svc.advance(ctx, queued{id: b.ID}); err != nil {
 		t.Fatalf("the worker's advance: %v", err)
 	}
 	if got, _ := r.store.Get(ctx, b.ID); got.Status != Allocated || got.DriverID != "d1" {
@@ -1157,7 +1160,7 @@ func TestADeclineNamingAnEarlierReservationLeavesTheLaterOne(t *testing.T) {
 		t.Fatalf("the decline = %v", err)
 	}
 	r.clk.add(time.Second)
-	if err := r.svc.advance(ctx, b.ID); err != nil {
+	if err := r.svc.advance(ctx, queued{id: b.ID}); err != nil {
 		t.Fatalf("the worker's advance: %v", err)
 	}
 	again, _ := r.store.Get(ctx, b.ID)
@@ -1274,7 +1277,7 @@ func TestAHeldDeclineNeverUndoesALaterAcceptanceOfTheSameBooking(t *testing.T) {
 			t.Errorf("back out: %v", err)
 		}
 		r.clk.add(time.Second)
-		if err := r.svc.advance(ctx, b.ID); err != nil { // d1, free, is reserved again
+		if err := r.svc.advance(ctx, queued{id: b.ID}); err != nil { // d1, free, is reserved again
 			t.Errorf("advance: %v", err)
 		}
 		if _, err := r.svc.Respond(ctx, "d1", b.ID, time.Time{}, true); err != nil {
@@ -1420,7 +1423,7 @@ func TestAHeldDeclineMeetingALaterAcceptanceIsFinal(t *testing.T) {
 			t.Errorf("twin decline: %v", err)
 		}
 		r.clk.add(time.Second)
-		if err := r.svc.advance(ctx, b.ID); err != nil { // d1 reserved again
+		if err := r.svc.advance(ctx, queued{id: b.ID}); err != nil { // d1 reserved again
 			t.Errorf("advance: %v", err)
 		}
 		if _, err := r.svc.Respond(ctx, "d1", b.ID, time.Time{}, true); err != nil {
@@ -1512,7 +1515,7 @@ func TestAnAcceptThatFailedInTheStoreIsNotAnsweredDone(t *testing.T) {
 			t.Errorf("back-out: %v", err)
 		}
 		r.clk.add(time.Second)
-		if err := r.svc.advance(ctx, b.ID); err != nil { // d1 reserved again
+		if err := r.svc.advance(ctx, queued{id: b.ID}); err != nil { // d1 reserved again
 			t.Errorf("advance: %v", err)
 		}
 	}}}

@@ -30,9 +30,9 @@ func (s *Service) Stop() {
 	now := s.now()
 	for {
 		select {
-		case id := <-s.queue:
-			if err := s.store.Schedule(ctx, id, now); err != nil {
-				s.log.Debug("hand a claimed booking back", "booking", id, "err", err)
+		case q := <-s.queue:
+			if err := s.store.Schedule(ctx, q.id, now); err != nil {
+				s.log.Debug("hand a claimed booking back", "booking", q.id, "err", err)
 			}
 		default:
 			return
@@ -75,12 +75,13 @@ func (s *Service) scan() {
 			// turns at the head, which gets the remainder of an uneven split.
 			turn++
 			order := append(slices.Clone(owned[turn%len(owned):]), owned[:turn%len(owned)]...)
-			ids, err := s.store.Claim(ctx, order, s.now(), s.cfg.ClaimHold, max(cap(s.queue)-len(s.queue), 1))
+			now := s.now()
+			ids, err := s.store.Claim(ctx, order, now, s.cfg.ClaimHold, max(cap(s.queue)-len(s.queue), 1))
 			if err != nil {
 				s.log.Warn("claim due bookings", "err", err)
 			}
 			for _, id := range ids {
-				s.enqueue(id)
+				s.enqueueClaimed(queued{id: id, until: now.Add(s.cfg.ClaimHold)})
 			}
 		}
 		// Every instance that works part of the index sweeps: a lapsed
@@ -100,26 +101,47 @@ func (s *Service) work() {
 		select {
 		case <-s.stop:
 			return
-		case id := <-s.queue:
-			// Within the claim's hold: past it another scan may claim it.
-			ctx, cancel := context.WithTimeout(context.Background(), s.cfg.ClaimHold)
-			if err := s.advance(ctx, id); err != nil && !errors.Is(err, context.Canceled) {
+		case q := <-s.queue:
+			left := s.workTime(q)
+			if left <= 0 {
+				continue // due again: its hold has ended
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), left)
+			if err := s.advance(ctx, q); err != nil && !errors.Is(err, context.Canceled) {
 				// Due again when its claim hold ends.
-				s.log.Debug("advance booking", "booking", id, "err", err)
+				s.log.Debug("advance booking", "booking", q.id, "err", err)
 			}
 			cancel()
 		}
 	}
 }
 
+// workTime is how long a worker may spend on q: what is left of its
+// claim's hold, counted from when it was claimed, not from when a worker
+// got to it (past the hold another scan may claim it, and two instances
+// would work one booking at once); a hold for one a driver's answer
+// queued.
+func (s *Service) workTime(q queued) time.Duration {
+	if q.until.IsZero() {
+		return s.cfg.ClaimHold
+	}
+	return q.until.Sub(s.now())
+}
+
 // advance moves one open booking on: settle a reservation whose driver
 // accepted, expire one the driver let lapse, give up after the deadline
 // (recording the unallocated booking for Spampede, if it counts at the
 // deadline), or try to allocate again.
-func (s *Service) advance(ctx context.Context, id string) error {
+func (s *Service) advance(ctx context.Context, q queued) error {
+	id := q.id
 	b, err := s.store.Get(ctx, id)
 	if errors.Is(err, ErrNotFound) || err == nil && !b.Status.Open() {
-		return s.store.Forget(ctx, id) // an index entry left behind
+		// An index entry left behind, forgotten as the claim left it; one
+		// a driver's answer queued is left to the scan, which claims it.
+		if q.until.IsZero() {
+			return nil
+		}
+		return s.store.Forget(ctx, id, q.until)
 	}
 	if err != nil {
 		return err

@@ -88,6 +88,7 @@ type Bookings struct {
 	claim    script
 	withdraw script
 	keep     script
+	forgetIf script // an open-index entry removed only at the score given
 	// Acks is how many replicas must acknowledge a new booking before it is
 	// reported as created (WAIT); 0 on a cluster without replicas.
 	acks int
@@ -100,7 +101,7 @@ type Bookings struct {
 func NewBookings(r router, acks int, ps Partitions) *Bookings {
 	b := &Bookings{r: r, ps: ps, create: newGuardedScript(createBookingScript), update: newGuardedScript(updateBookingScript),
 		claim: newScript(claimOpenScript), withdraw: newGuardedScript(withdrawScript),
-		keep: newGuardedScript(keepScript), acks: acks}
+		keep: newGuardedScript(keepScript), forgetIf: newScript(zremIfScoreScript), acks: acks}
 	b.watch.sub, _ = r.(subscriber)
 	return b
 }
@@ -160,7 +161,7 @@ func (s *Bookings) Create(ctx context.Context, b booking.Booking) (booking.Booki
 	// have forgotten the entry. Even when the caller's deadline has just
 	// run out (a failover held the record's write): the record is
 	// written, and an entry is all that makes the workers advance it.
-	s.index(context.WithoutCancel(ctx), stored, false)
+	s.index(context.WithoutCancel(ctx), stored, time.Time{}, false)
 	return stored, true, nil
 }
 
@@ -284,26 +285,38 @@ func (s *Bookings) Update(ctx context.Context, old, next booking.Booking) error 
 	// The record is written: its index entry and notice follow even when
 	// the caller's deadline (an allocation's is its reservation's end) or
 	// patience has just run out. They are derived, unguarded writes.
-	s.index(context.WithoutCancel(ctx), next, true)
+	s.index(context.WithoutCancel(ctx), next, dueOf(old), true)
 	return nil
 }
 
-// index adds an open booking to the open index, or removes any other,
+// index adds an open booking to the open index, or removes a closed one,
 // and with announce tells the partition's channel that it changed (for
 // the long polls, see Watch), in the same round trip: the entry and the
 // channel share the partition's slot. Best effort: the scan re-reads
 // every booking it finds in the index, and a long poll reads the booking
 // again when it ends.
-func (s *Bookings) index(ctx context.Context, b booking.Booking, announce bool) {
+//
+// Sent after the record, these writes may land late (an instance paused
+// in between, the router's fresh timeout when it resumes): an entry added
+// late is put right by the scan, a removal landing late is not. A final
+// booking's entry goes whenever it lands: a final booking never opens
+// again. An accepted one's may be the entry of the booking reopened since
+// (its driver backed out), so it is removed only if still due at was, as
+// the booking's previous version left it; otherwise the scan forgets it
+// when it comes due (Forget, at the score its claim gave it).
+func (s *Bookings) index(ctx context.Context, b booking.Booking, was time.Time, announce bool) {
 	cmd := s.openEntry(b)
-	if !b.Status.Open() {
+	switch {
+	case b.Status.Final():
 		cmd = s.forget(b.ID)
+	case !b.Status.Open():
+		cmd = s.forgetIf.cmd(s.ps.openKeyOf(b.ID), b.ID, was.UnixMilli())
 	}
 	cmds := []redisroute.Cmd{cmd}
 	if announce {
 		cmds = append(cmds, redisroute.Write("SPUBLISH", s.ps.channel(s.ps.Of(b.ID)), b.ID))
 	}
-	s.r.Exec(ctx, cmds)
+	s.forgetIf.exec(ctx, s.r, cmds) // the others are no script: NOSCRIPT resends only it
 }
 
 // openEntry indexes an open booking at the time it is due next (its
@@ -396,9 +409,10 @@ func (s *Bookings) Withdraw(ctx context.Context, b booking.Booking) error {
 	return nil
 }
 
-// Forget removes a booking from the open index.
-func (s *Bookings) Forget(ctx context.Context, id string) error {
-	return s.r.Exec(ctx, []redisroute.Cmd{s.forget(id)}).Err()
+// Forget removes a booking from the open index if its entry is still due
+// at `due` (see booking.Store.Forget).
+func (s *Bookings) Forget(ctx context.Context, id string, due time.Time) error {
+	return storeErr(s.forgetIf.run(ctx, s.r, s.ps.openKeyOf(id), id, due.UnixMilli()).Err)
 }
 
 func (s *Bookings) forget(id string) redisroute.Cmd {

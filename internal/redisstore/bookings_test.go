@@ -157,22 +157,9 @@ func TestAWithdrawalLeavesTheIndexEntryARetryWrote(t *testing.T) {
 // and the booking searched for ever, answered 200, with nothing to
 // advance it.
 func TestABookingThatReopensIsIndexedBeforeItsRecordChanges(t *testing.T) {
-	c := clustertest.Start(t)
-	ps := partitions(t, 8)
-	h := &hookedRouter{Router: newRouterFor(t, c)}
-	s := redisstore.NewBookings(h, 1, ps)
-	ctx := context.Background()
-	now := time.Now()
-	b := booking.Booking{ID: "bk-reopen", RiderID: "r1", Service: "car", Pickup: driver.Location{Lat: 1.3, Lng: 103.8},
-		Status: booking.Searching, CreatedAt: now, UpdatedAt: now, Deadline: now.Add(30 * time.Second), DueAt: now}
-	open := ps.OpenKey(ps.Of(b.ID))
-	indexed := func() bool {
-		res := h.Router.Exec(ctx, []redisroute.Cmd{{Args: []any{"ZSCORE", open, b.ID}, Key: open, Fresh: true}})[0]
-		if res.Err != nil && !errors.Is(res.Err, redis.Nil) {
-			t.Fatal(res.Err)
-		}
-		return res.Val != nil
-	}
+	h, s, b, open := newIndexedBooking(t, "bk-reopen")
+	ctx, now := context.Background(), b.CreatedAt
+	indexed := func() bool { _, ok := entryScore(t, h, open, b.ID); return ok }
 	cur, _, err := s.Create(ctx, b)
 	if err != nil {
 		t.Fatal(err)
@@ -213,6 +200,108 @@ func TestABookingThatReopensIsIndexedBeforeItsRecordChanges(t *testing.T) {
 			t.Errorf("Update = %v with only the index write after the record lost; want done", err)
 		}
 	}
+}
+
+// Removals from the open index sent late, by an instance paused between a
+// booking's record and its index write, or between a worker's read and its
+// Forget, must not take away the entry of the booking reopened since (its
+// driver backed out): nothing would index it again, and it would search
+// for ever. The accept's removal is held here and sent once the booking
+// has reopened (a reviewer's finding: a plain ZREM, it removed the
+// reopened booking's entry); a Forget at the score a claim gave the entry
+// before the reopen leaves it too, and one at its current score removes it.
+func TestALateRemovalFromTheOpenIndexLeavesAReopenedBooking(t *testing.T) {
+	h, s, b, open := newIndexedBooking(t, "bk-late-removal")
+	ctx, now := context.Background(), b.CreatedAt
+	score := func() (float64, bool) { return entryScore(t, h, open, b.ID) }
+	cur, _, err := s.Create(ctx, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	allocated := cur
+	allocated.Status, allocated.DriverID, allocated.ReservedUntil, allocated.DueAt = booking.Allocated, "d1", now.Add(15*time.Second), now.Add(15*time.Second)
+	if err := s.Update(ctx, cur, allocated); err != nil {
+		t.Fatal(err)
+	}
+	cur, _ = s.Get(ctx, b.ID)
+	// The accept: its record lands, its index write is held.
+	var held []redisroute.Cmd
+	h.drop = func(cmds []redisroute.Cmd) bool {
+		if cmds[0].Key != open || held != nil {
+			return false
+		}
+		held = cmds
+		return true
+	}
+	accepted := cur
+	accepted.Status = booking.Accepted
+	if err := s.Update(ctx, cur, accepted); err != nil {
+		t.Fatal(err)
+	}
+	h.drop = nil
+	if held == nil {
+		t.Fatal("the accept wrote no index entry to hold")
+	}
+	cur, _ = s.Get(ctx, b.ID)
+	// The driver backs out: the booking reopens, due in 10 s.
+	reopened := cur
+	reopened.Status, reopened.DriverID, reopened.ReservedUntil, reopened.DueAt = booking.Searching, "", time.Time{}, now.Add(10*time.Second)
+	if err := s.Update(ctx, cur, reopened); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := score(); !ok {
+		t.Fatal("the reopened booking is not indexed")
+	}
+	h.Router.Exec(ctx, held) // the paused instance resumes
+	due, ok := score()
+	if !ok {
+		t.Fatal("the accept's removal, landing after the booking reopened, took its entry away: no worker will ever advance it")
+	}
+	// A claim before the reopen gave the entry another score.
+	if err := s.Forget(ctx, b.ID, now.Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := score(); !ok {
+		t.Fatal("a Forget at a score the entry no longer has removed it")
+	}
+	if err := s.Forget(ctx, b.ID, time.UnixMilli(int64(due))); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := score(); ok {
+		t.Fatal("a Forget at the entry's score left it")
+	}
+}
+
+// newIndexedBooking is a booking store on a fresh cluster behind a
+// hookable router, a new searching booking of id (not yet created) due
+// now, and its partition's open-index key.
+func newIndexedBooking(t *testing.T, id string) (*hookedRouter, *redisstore.Bookings, booking.Booking, string) {
+	t.Helper()
+	c := clustertest.Start(t)
+	ps := partitions(t, 8)
+	h := &hookedRouter{Router: newRouterFor(t, c)}
+	now := time.Now()
+	b := booking.Booking{ID: id, RiderID: "r1", Service: "car", Pickup: driver.Location{Lat: 1.3, Lng: 103.8},
+		Status: booking.Searching, CreatedAt: now, UpdatedAt: now, Deadline: now.Add(30 * time.Second), DueAt: now}
+	return h, redisstore.NewBookings(h, 1, ps), b, ps.OpenKey(ps.Of(id))
+}
+
+// entryScore is id's score in the open index at key, read from its
+// primary, and whether it has one.
+func entryScore(t *testing.T, h *hookedRouter, key, id string) (float64, bool) {
+	t.Helper()
+	res := h.Router.Exec(context.Background(), []redisroute.Cmd{{Args: []any{"ZSCORE", key, id}, Key: key, Fresh: true}})[0]
+	if res.Err != nil && !errors.Is(res.Err, redis.Nil) {
+		t.Fatal(res.Err)
+	}
+	if res.Val == nil {
+		return 0, false
+	}
+	f, err := strconv.ParseFloat(fmt.Sprint(res.Val), 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f, true
 }
 
 // A booking whose record was written just before its create's deadline is

@@ -1,0 +1,88 @@
+package booking
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"time"
+)
+
+// forgetHook is memStore with a step run once, just before a Forget: what
+// other instances do while a worker's removal is on its way.
+type forgetHook struct {
+	*memStore
+	hook func()
+}
+
+func (f *forgetHook) Forget(ctx context.Context, id string, due time.Time) error {
+	if h := f.hook; h != nil {
+		f.hook = nil
+		h()
+	}
+	return f.memStore.Forget(ctx, id, due)
+}
+
+// A worker that read a claimed booking as closed (accepted) removes its
+// index entry only as its claim left it. Meanwhile (the instance paused
+// after its read) the driver backed out and the booking reopened with an
+// entry of its own: a plain removal landing then left it searching in no
+// index, with nothing to advance it ever again (a reviewer's finding; the
+// same test against a plain removal failed, the booking searching a minute
+// past its deadline).
+func TestALateForgetNeverStrandsAReopenedBooking(t *testing.T) {
+	ctx := context.Background()
+	r := newRig(t, "d1")
+	b := r.acceptedByD1(t)
+	// A stray entry of the accepted booking (its removal after the accept
+	// was lost), come due and claimed.
+	r.store.mu.Lock()
+	r.store.due[b.ID] = r.clk.now()
+	r.store.mu.Unlock()
+	now := r.clk.now()
+	ids, err := r.store.Claim(ctx, nil, now, r.svc.cfg.ClaimHold, 10)
+	if err != nil || !slices.Contains(ids, b.ID) {
+		t.Fatalf("claim = %v, %v; want %s", ids, err, b.ID)
+	}
+	r.svc.store = &forgetHook{memStore: r.store, hook: func() {
+		r.fleet.mu.Lock()
+		r.fleet.free = nil // nobody else to take it for now
+		r.fleet.mu.Unlock()
+		if _, err := r.svc.Respond(ctx, "d1", b.ID, time.Time{}, false); err != nil {
+			t.Errorf("back out: %v", err)
+		}
+	}}
+	if err := r.svc.advance(ctx, queued{id: b.ID, until: now.Add(r.svc.cfg.ClaimHold)}); err != nil {
+		t.Fatalf("advance: %v", err)
+	}
+	got, err := r.store.Get(ctx, b.ID)
+	r.store.mu.Lock()
+	_, indexed := r.store.due[b.ID]
+	r.store.mu.Unlock()
+	if err != nil || !got.Status.Open() || !indexed {
+		t.Fatalf("booking %s (%v), indexed %v: want it open and indexed", got.Status, err, indexed)
+	}
+}
+
+// A worker has what is left of its claim's hold, from the claim, not a
+// whole hold from when it got to the booking: past the hold another scan
+// may claim it (a reviewer's finding: an instance paused with claimed
+// bookings queued worked them, on resuming, beside the one that claimed
+// them again).
+func TestAWorkerHasWhatIsLeftOfTheClaim(t *testing.T) {
+	r := newRig(t)
+	hold, now := r.svc.cfg.ClaimHold, r.clk.now()
+	for _, tc := range []struct {
+		name string
+		q    queued
+		want time.Duration
+	}{
+		{"claimed just now", queued{id: "a", until: now.Add(hold)}, hold},
+		{"claimed a while ago", queued{id: "a", until: now.Add(time.Second)}, time.Second},
+		{"its hold over", queued{id: "a", until: now.Add(-time.Millisecond)}, -time.Millisecond},
+		{"sent by a driver's answer", queued{id: "a"}, hold},
+	} {
+		if got := r.svc.workTime(tc.q); got != tc.want {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
