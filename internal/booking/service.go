@@ -543,27 +543,37 @@ const (
 )
 
 // Cancel cancels a booking that has no accepted driver yet, freeing a
-// reserved driver.
+// reserved driver. A booking cancelled already is answered as it is: a
+// cancel sent again (its first answer lost, or a 503 although it landed)
+// is done, not refused. One that changes under the cancel (a worker's
+// write) is read again.
 func (s *Service) Cancel(ctx context.Context, id string) (Booking, error) {
-	b, err := s.Get(ctx, id)
-	if err != nil {
-		return b, err
+	for range casAttempts {
+		b, err := s.Get(ctx, id)
+		if err != nil || b.Status == Cancelled {
+			return b, err
+		}
+		now := s.now()
+		next, err := transition(b, Cancelled, now)
+		if err != nil {
+			return b, err
+		}
+		err = s.store.Update(ctx, b, next)
+		if errors.Is(err, ErrConflict) {
+			continue
+		}
+		if err != nil {
+			return b, err
+		}
+		s.metrics.Outcome(OutcomeCancelled)
+		if b.DriverID != "" {
+			// Detached: a rider hanging up now must not leave the driver
+			// reserved for a cancelled booking until the sweep.
+			s.release(ctx, b.DriverID, b.ID, b.ReservedUntil, now)
+		}
+		return next, nil
 	}
-	now := s.now()
-	next, err := transition(b, Cancelled, now)
-	if err != nil {
-		return b, err
-	}
-	if err := s.store.Update(ctx, b, next); err != nil {
-		return b, err
-	}
-	s.metrics.Outcome(OutcomeCancelled)
-	if b.DriverID != "" {
-		// Detached: a rider hanging up now must not leave the driver
-		// reserved for a cancelled booking until the sweep.
-		s.release(ctx, b.DriverID, b.ID, b.ReservedUntil, now)
-	}
-	return next, nil
+	return Booking{}, fmt.Errorf("%w: booking %s changed %d times in a row", ErrChanging, id, casAttempts)
 }
 
 // cleanupTimeout bounds a step that must run although the request's own

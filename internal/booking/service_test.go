@@ -706,6 +706,50 @@ func TestCancelFreesTheReservedDriver(t *testing.T) {
 	}
 }
 
+// A cancel sent again (its first answer lost, or a 503 although it
+// landed) is answered with the cancelled booking, not refused as illegal:
+// the rider's app cannot tell "my cancel landed" from "it cannot be
+// cancelled" otherwise (a reviewer's finding). The driver is released once.
+func TestACancelSentAgainIsAnsweredDone(t *testing.T) {
+	r := newRig(t, "d1")
+	b, _ := r.svc.Create(context.Background(), req("k"))
+	first, err := r.svc.Cancel(context.Background(), b.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := r.svc.Cancel(context.Background(), b.ID)
+	if err != nil || again.Status != Cancelled || again.Version != first.Version {
+		t.Fatalf("Cancel again = %s v%d, %v; want the cancelled booking, v%d", again.Status, again.Version, err, first.Version)
+	}
+	if len(r.fleet.released) != 1 {
+		t.Errorf("releases %v, want one", r.fleet.released)
+	}
+}
+
+// A cancel whose compare-and-set meets a concurrent change (a worker's
+// write of the booking) reads the booking again and cancels it, rather
+// than answering the rider with a conflict.
+func TestACancelMeetingAConcurrentChangeReadsAgain(t *testing.T) {
+	r := newRig(t) // no driver: the booking stays searching
+	b, _ := r.svc.Create(context.Background(), req("k"))
+	changed := false
+	r.store.beforeUpdate = func(old, next Booking) {
+		if changed || next.Status != Cancelled {
+			return
+		}
+		changed = true
+		moved := old
+		moved.DueAt = old.DueAt.Add(time.Second) // a worker's reschedule
+		if err := r.store.update(context.Background(), old, moved); err != nil {
+			t.Error(err)
+		}
+	}
+	got, err := r.svc.Cancel(context.Background(), b.ID)
+	if err != nil || got.Status != Cancelled {
+		t.Fatalf("Cancel = %s, %v; want cancelled", got.Status, err)
+	}
+}
+
 // A rider's app that hangs up once the cancel's booking write is out must
 // not leave the driver reserved for a cancelled booking until the sweep:
 // the release runs detached from the request's cancellation, as every

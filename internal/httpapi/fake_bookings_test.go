@@ -171,8 +171,8 @@ func (f *fakeBookings) Cancel(ctx context.Context, id string) (booking.Booking, 
 		return booking.Booking{}, err
 	}
 	b, err := f.get(id)
-	if err != nil {
-		return b, err
+	if err != nil || b.Status == booking.Cancelled {
+		return b, err // sent again: done
 	}
 	if b.Status != booking.Searching && b.Status != booking.Allocated {
 		return b, fmt.Errorf("%w: %s → %s", booking.ErrIllegal, b.Status, booking.Cancelled)

@@ -88,6 +88,10 @@ func bookingStep(state, input, _ any) []any {
 	case CancelBooking:
 		switch c.Effect {
 		case effectOK:
+			if n.Exists && n.Status == string(booking.Cancelled) && bookingLife.reaches(n, c.Seen) {
+				// Sent again: answered with the cancelled booking as it is.
+				return []any{pin(c.Seen, n.Confirmed)}
+			}
 			for _, r := range bookingLife.after(n, cancelEvent) {
 				if r.has(c.Seen) {
 					return []any{pin(c.Seen, n.Confirmed)}
@@ -141,8 +145,9 @@ func bookingStep(state, input, _ any) []any {
 // monotonic reads: booking reads go to the primary); a final status
 // changing; a status, driver or version no sequence of moves explains (an
 // accepted booking whose driver changed, a version that skipped the moves
-// it needs); a cancel reported done from a state it is illegal in, or
-// refused as illegal while the booking was still open; a booking existing
+// it needs); a cancel reported done from a state it is illegal in (a
+// cancel of a cancelled booking is done, answered with the booking as it
+// is), or refused as illegal while the booking was still open; a booking existing
 // with no create that may have made it. Unknown outcomes are taken as
 // applied at any time after their invocation, or never.
 //

@@ -46,6 +46,12 @@ func TestBookingLifecycle(t *testing.T) {
 			cancel(b, 4, 5, bk("cancelled", "", 3)),
 			readBooking(b, 6, 7, bk("cancelled", "", 3)),
 		), ok},
+		{"a cancel sent again is answered with the cancelled booking as it is", history(
+			create(b, 0, 1, bk("searching", "", 1)),
+			cancelUnknown(b, 2, 3),
+			cancel(b, 4, 5, bk("cancelled", "", 2)),
+			cancel(b, 6, 7, bk("cancelled", "", 2)),
+		), ok},
 		{"a cancel refused as illegal once the booking is accepted", history(
 			create(b, 0, 1, bk("searching", "", 1)),
 			cancelRefused(b, 2, 3),
@@ -123,6 +129,16 @@ func TestBookingLifecycle(t *testing.T) {
 			create(b, 0, 1, bk("searching", "", 1)),
 			readBooking(b, 2, 3, bk("accepted", "d1", 3)),
 			cancel(b, 4, 5, bk("cancelled", "", 4)),
+		), broken},
+		{"a cancel sent again answered at a version the booking never had", history(
+			create(b, 0, 1, bk("searching", "", 1)),
+			cancel(b, 2, 3, bk("cancelled", "", 2)),
+			cancel(b, 4, 5, bk("cancelled", "", 3)),
+		), broken},
+		{"a cancel answered done with an unallocated booking", history(
+			create(b, 0, 1, bk("searching", "", 1)),
+			readBooking(b, 2, 3, bk("unallocated", "", 2)),
+			cancel(b, 4, 5, bk("unallocated", "", 2)),
 		), broken},
 		{"a cancel refused as illegal while the booking was still searching", history(
 			create(b, 0, 1, bk("searching", "", 1)),

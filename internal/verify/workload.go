@@ -240,7 +240,12 @@ func (w *workload) rider(ctx context.Context, client int, riderID string, rng, d
 		for poll := 0; ctx.Err() == nil && poll < 200; poll++ {
 			if poll == cancelAt {
 				o := Op{Client: client, Kind: CancelBooking, BookingID: id, Instance: w.instance()}
-				w.rec.do(ctx, o, http.MethodPost, "/v1/bookings/"+id+"/cancel", nil, nil)
+				if c := w.rec.do(ctx, o, http.MethodPost, "/v1/bookings/"+id+"/cancel", nil, nil); c.Outcome == Unknown && rng.Float64() < 0.5 {
+					// Sent again, as an app does after no answer: if the first
+					// landed, this one is done too, never refused.
+					o.Instance = w.instance()
+					w.rec.do(ctx, o, http.MethodPost, "/v1/bookings/"+id+"/cancel", nil, nil)
+				}
 			}
 			r := w.rec.do(ctx, Op{Client: client, Kind: ReadBooking, BookingID: id, Instance: w.instance()}, http.MethodGet, "/v1/bookings/"+id, nil, nil)
 			accepted := r.Outcome == OK && r.Seen.Status == string(booking.Accepted)
