@@ -63,26 +63,28 @@ func TestALateForgetNeverStrandsAReopenedBooking(t *testing.T) {
 	}
 }
 
-// A worker has what is left of its claim's hold, from the claim, not a
-// whole hold from when it got to the booking: past the hold another scan
-// may claim it (a reviewer's finding: an instance paused with claimed
-// bookings queued worked them, on resuming, beside the one that claimed
-// them again).
-func TestAWorkerHasWhatIsLeftOfTheClaim(t *testing.T) {
-	r := newRig(t)
-	hold, now := r.svc.cfg.ClaimHold, r.clk.now()
-	for _, tc := range []struct {
-		name string
-		q    queued
-		want time.Duration
-	}{
-		{"claimed just now", queued{id: "a", until: now.Add(hold)}, hold},
-		{"claimed a while ago", queued{id: "a", until: now.Add(time.Second)}, time.Second},
-		{"its hold over", queued{id: "a", until: now.Add(-time.Millisecond)}, -time.Millisecond},
-		{"sent by a driver's answer", queued{id: "a"}, hold},
-	} {
-		if got := r.svc.workTime(tc.q); got != tc.want {
-			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
-		}
+// An entry left in the open index by a booking no longer open (an accepted
+// booking whose entry a claim had moved, so that the accept's conditional
+// removal missed it) is forgotten by the worker that claims it.
+func TestALeftoverEntryIsForgottenByItsClaim(t *testing.T) {
+	ctx := context.Background()
+	r := newRig(t, "d1")
+	b := r.acceptedByD1(t)
+	r.store.mu.Lock()
+	r.store.due[b.ID] = r.clk.now()
+	r.store.mu.Unlock()
+	now := r.clk.now()
+	ids, err := r.store.Claim(ctx, nil, now, r.svc.cfg.ClaimHold, 10)
+	if err != nil || !slices.Contains(ids, b.ID) {
+		t.Fatalf("claim = %v, %v; want %s", ids, err, b.ID)
+	}
+	if err := r.svc.advance(ctx, queued{id: b.ID, until: now.Add(r.svc.cfg.ClaimHold)}); err != nil {
+		t.Fatal(err)
+	}
+	r.store.mu.Lock()
+	_, indexed := r.store.due[b.ID]
+	r.store.mu.Unlock()
+	if indexed {
+		t.Fatal("an accepted booking's leftover entry, claimed and read, is still indexed")
 	}
 }

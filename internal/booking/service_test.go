@@ -141,7 +141,16 @@ func (m *memStore) update(ctx context.Context, old, next Booking) error {
 	next.Version = old.Version + 1
 	m.bks[old.ID] = next
 	if !next.Status.Open() {
-		delete(m.due, old.ID)
+		// As the Redis store: an accepted booking's entry goes only if
+		// still due when its previous version was (it may reopen, and a
+		// claim may have moved it); a final booking's whatever it is.
+		was := old.DueAt
+		if was.IsZero() {
+			was = old.Deadline
+		}
+		if at, ok := m.due[old.ID]; next.Status.Final() || ok && at.UnixMilli() == was.UnixMilli() {
+			delete(m.due, old.ID)
+		}
 	} else {
 		m.due[old.ID] = next.DueAt
 	}

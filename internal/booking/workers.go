@@ -102,11 +102,14 @@ func (s *Service) work() {
 		case <-s.stop:
 			return
 		case q := <-s.queue:
-			left := s.workTime(q)
-			if left <= 0 {
-				continue // due again: its hold has ended
-			}
-			ctx, cancel := context.WithTimeout(context.Background(), left)
+			// Within the claim's hold: past it another scan may claim it.
+			// Counted from here, not from the claim: a booking claimed but
+			// reached late (workers behind, the instance paused) is still
+			// worked, beside another claim of it if its hold ran out, which
+			// the booking's compare-and-set keeps safe; skipping it let
+			// bookings that were worked a moment ago, due again sooner than
+			// a hold, take every claim while it waited (a reviewer's test).
+			ctx, cancel := context.WithTimeout(context.Background(), s.cfg.ClaimHold)
 			if err := s.advance(ctx, q); err != nil && !errors.Is(err, context.Canceled) {
 				// Due again when its claim hold ends.
 				s.log.Debug("advance booking", "booking", q.id, "err", err)
@@ -114,18 +117,6 @@ func (s *Service) work() {
 			cancel()
 		}
 	}
-}
-
-// workTime is how long a worker may spend on q: what is left of its
-// claim's hold, counted from when it was claimed, not from when a worker
-// got to it (past the hold another scan may claim it, and two instances
-// would work one booking at once); a hold for one a driver's answer
-// queued.
-func (s *Service) workTime(q queued) time.Duration {
-	if q.until.IsZero() {
-		return s.cfg.ClaimHold
-	}
-	return q.until.Sub(s.now())
 }
 
 // advance moves one open booking on: settle a reservation whose driver
