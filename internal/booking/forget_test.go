@@ -32,17 +32,7 @@ func (f *forgetHook) Forget(ctx context.Context, id string, due time.Time) error
 func TestALateForgetNeverStrandsAReopenedBooking(t *testing.T) {
 	ctx := context.Background()
 	r := newRig(t, "d1")
-	b := r.acceptedByD1(t)
-	// A stray entry of the accepted booking (its removal after the accept
-	// was lost), come due and claimed.
-	r.store.mu.Lock()
-	r.store.due[b.ID] = r.clk.now()
-	r.store.mu.Unlock()
-	now := r.clk.now()
-	ids, err := r.store.Claim(ctx, nil, now, r.svc.cfg.ClaimHold, 10)
-	if err != nil || !slices.Contains(ids, b.ID) {
-		t.Fatalf("claim = %v, %v; want %s", ids, err, b.ID)
-	}
+	b, claimed := r.leftoverClaimed(t)
 	r.svc.store = &forgetHook{memStore: r.store, hook: func() {
 		r.fleet.mu.Lock()
 		r.fleet.free = nil // nobody else to take it for now
@@ -51,7 +41,7 @@ func TestALateForgetNeverStrandsAReopenedBooking(t *testing.T) {
 			t.Errorf("back out: %v", err)
 		}
 	}}
-	if err := r.svc.advance(ctx, queued{id: b.ID, until: now.Add(r.svc.cfg.ClaimHold)}); err != nil {
+	if err := r.svc.advance(ctx, claimed); err != nil {
 		t.Fatalf("advance: %v", err)
 	}
 	got, err := r.store.Get(ctx, b.ID)
@@ -67,18 +57,9 @@ func TestALateForgetNeverStrandsAReopenedBooking(t *testing.T) {
 // booking whose entry a claim had moved, so that the accept's conditional
 // removal missed it) is forgotten by the worker that claims it.
 func TestALeftoverEntryIsForgottenByItsClaim(t *testing.T) {
-	ctx := context.Background()
 	r := newRig(t, "d1")
-	b := r.acceptedByD1(t)
-	r.store.mu.Lock()
-	r.store.due[b.ID] = r.clk.now()
-	r.store.mu.Unlock()
-	now := r.clk.now()
-	ids, err := r.store.Claim(ctx, nil, now, r.svc.cfg.ClaimHold, 10)
-	if err != nil || !slices.Contains(ids, b.ID) {
-		t.Fatalf("claim = %v, %v; want %s", ids, err, b.ID)
-	}
-	if err := r.svc.advance(ctx, queued{id: b.ID, until: now.Add(r.svc.cfg.ClaimHold)}); err != nil {
+	b, claimed := r.leftoverClaimed(t)
+	if err := r.svc.advance(context.Background(), claimed); err != nil {
 		t.Fatal(err)
 	}
 	r.store.mu.Lock()
@@ -87,4 +68,21 @@ func TestALeftoverEntryIsForgottenByItsClaim(t *testing.T) {
 	if indexed {
 		t.Fatal("an accepted booking's leftover entry, claimed and read, is still indexed")
 	}
+}
+
+// leftoverClaimed is a booking accepted by d1 whose entry stayed in the
+// open index (its removal after the accept was lost, or missed a score a
+// claim had moved), come due and claimed, as a worker receives it.
+func (r *rig) leftoverClaimed(t *testing.T) (Booking, queued) {
+	t.Helper()
+	b := r.acceptedByD1(t)
+	r.store.mu.Lock()
+	r.store.due[b.ID] = r.clk.now()
+	r.store.mu.Unlock()
+	now := r.clk.now()
+	ids, err := r.store.Claim(context.Background(), nil, now, r.svc.cfg.ClaimHold, 10)
+	if err != nil || !slices.Contains(ids, b.ID) {
+		t.Fatalf("claim = %v, %v; want %s", ids, err, b.ID)
+	}
+	return b, queued{id: b.ID, until: now.Add(r.svc.cfg.ClaimHold)}
 }
