@@ -58,6 +58,9 @@ type memStore struct {
 	// afterUpdate, if set, runs once an Update has been applied, before it
 	// returns: what happens while its answer is on the way back.
 	afterUpdate func(old, next Booking)
+	// updateErr, if set, is what an applied Update answers (nil: done), as
+	// a write the replicas did not confirm is answered ErrUnconfirmed.
+	updateErr func(old, next Booking) error
 }
 
 func newMemStore() *memStore {
@@ -124,6 +127,9 @@ func (m *memStore) Update(ctx context.Context, old, next Booking) error {
 	err := m.update(ctx, old, next)
 	if hook := m.afterUpdate; hook != nil && err == nil {
 		hook(old, next)
+	}
+	if answer := m.updateErr; answer != nil && err == nil {
+		return answer(old, next)
 	}
 	return err
 }
@@ -732,6 +738,32 @@ func TestACancelSentAgainIsAnsweredDone(t *testing.T) {
 	}
 	if len(r.fleet.released) != 1 {
 		t.Errorf("releases %v, want one", r.fleet.released)
+	}
+	r.metrics.mu.Lock()
+	defer r.metrics.mu.Unlock()
+	if n := r.metrics.outcomes[OutcomeCancelled]; n != 1 {
+		t.Errorf("cancellations counted %d times, want once", n)
+	}
+}
+
+// Only a compare-and-set that wrote nothing is tried again: a cancel whose
+// write may have landed unconfirmed is answered so (a 503: it may or may
+// not have happened), not read back and answered done, which a failover
+// could undo, and its driver is not released.
+func TestACancelWhoseWriteIsUnconfirmedIsNotTriedAgain(t *testing.T) {
+	r := newRig(t, "d1")
+	b, _ := r.svc.Create(context.Background(), req("k"))
+	r.store.updateErr = func(_, next Booking) error {
+		if next.Status == Cancelled {
+			return ErrUnconfirmed
+		}
+		return nil
+	}
+	if got, err := r.svc.Cancel(context.Background(), b.ID); !errors.Is(err, ErrUnconfirmed) {
+		t.Fatalf("Cancel = %s, %v; want ErrUnconfirmed", got.Status, err)
+	}
+	if len(r.fleet.released) != 0 {
+		t.Errorf("releases %v after an unconfirmed cancel, want none", r.fleet.released)
 	}
 }
 

@@ -110,10 +110,11 @@ func bookingStep(state, input, _ any) []any {
 				}
 				return nil
 			}
-			// Refused as illegal: the booking was settled at that point.
+			// Refused as illegal: the booking was settled at that point,
+			// and not cancelled (a cancel of a cancelled booking is done).
 			var out []any
 			for sp := range bookingLife.spans(n) {
-				if settled(sp.Status) {
+				if settled(sp.Status) && sp.Status != string(booking.Cancelled) {
 					out = append(out, sp)
 				}
 			}

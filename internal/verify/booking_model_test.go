@@ -130,6 +130,17 @@ func TestBookingLifecycle(t *testing.T) {
 			readBooking(b, 2, 3, bk("accepted", "d1", 3)),
 			cancel(b, 4, 5, bk("cancelled", "", 4)),
 		), broken},
+		{"a cancel sent again refused as illegal", history(
+			create(b, 0, 1, bk("searching", "", 1)),
+			cancel(b, 2, 3, bk("cancelled", "", 2)),
+			cancelRefused(b, 4, 5),
+		), broken},
+		{"a cancel sent again after an unknown one refused as illegal", history(
+			create(b, 0, 1, bk("searching", "", 1)),
+			cancelUnknown(b, 2, 3),
+			cancelRefused(b, 4, 5),
+			readBooking(b, 6, 7, bk("cancelled", "", 2)),
+		), broken},
 		{"a cancel sent again answered at a version the booking never had", history(
 			create(b, 0, 1, bk("searching", "", 1)),
 			cancel(b, 2, 3, bk("cancelled", "", 2)),
