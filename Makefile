@@ -109,7 +109,7 @@ bench: redis wrk
 # CPUs of its own: this machine's last CPU for it, the others for Apollo and
 # its cluster (needs two CPUs or more; figures in the README). Three rounds,
 # each on a fresh cluster, so that each round's ratio is taken in one sitting;
-# http-floor-busy is net/http's own cost a request at the HTTP row's rate.
+# http-floor-busy is net/http's own cost a request at a few thousand a second.
 bench-http: redis wrk
 	@n=$$(nproc --all); [ "$$n" -ge 2 ] || { echo "bench-http needs 2 CPUs or more, this machine has $$n"; exit 1; }; \
 	$(GO) test -c -o bin/app.test ./internal/app/ && \

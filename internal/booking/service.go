@@ -49,10 +49,13 @@ type Drivers interface {
 
 // Store persists bookings. Create is idempotent by booking ID; Update is a
 // compare-and-set on the version (ErrConflict when it fails) and keeps the
-// open-bookings index in step: a booking no longer open leaves it, an open
-// one is scheduled at its DueAt. A booking that reopens (accepted, back to
-// searching) is indexed at its DueAt before its record is written, as
-// Create does, and nothing is written if that fails.
+// open-bookings index in step: a final booking leaves it, an open one is
+// scheduled at its DueAt, and an accepted one leaves it only if its entry
+// is still due when its previous version was (a claim may have moved it;
+// the entry then stays until a worker claims it and Forgets it). A booking
+// that reopens (accepted, back to searching) is indexed at its DueAt
+// before its record is written, as Create does, and nothing is written if
+// that fails.
 type Store interface {
 	// Create may index the booking at its DueAt before it writes the
 	// record, and writes nothing after ctx's deadline.
@@ -394,8 +397,9 @@ func (s *Service) tryAllocate(ctx context.Context, b Booking) (Booking, error) {
 var errLapsed = errors.New("the driver's reservation lapsed before the booking recorded it")
 
 // release frees a driver from a reservation (ending at until) that its
-// booking certainly does not name, even when the caller has hung up
-// (within its deadline).
+// booking certainly does not name (never did, or no longer does: a
+// cancel's written version names no driver), even when the caller has
+// hung up (within its deadline).
 func (s *Service) release(ctx context.Context, driverID, bookingID string, until, now time.Time) {
 	rctx, cancel := detached(ctx)
 	defer cancel()

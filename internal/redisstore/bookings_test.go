@@ -253,9 +253,10 @@ func TestALateRemovalFromTheOpenIndexLeavesAReopenedBooking(t *testing.T) {
 		t.Fatal("the reopened booking is not indexed")
 	}
 	// The paused instance resumes. Its removal is a script run by SHA:
-	// loaded first, as an instance that has run it before has it, so
-	// that the replay runs rather than meeting NOSCRIPT.
-	if err := s.Forget(ctx, "bk-another", now); err != nil {
+	// loaded first on the entry's shard, as an instance that has run it
+	// before has it, so that the replay runs rather than meeting NOSCRIPT
+	// (by a Forget of this booking at a score its entry cannot have).
+	if err := s.Forget(ctx, b.ID, time.UnixMilli(1)); err != nil {
 		t.Fatal(err)
 	}
 	for _, res := range h.Router.Exec(ctx, held) {
