@@ -105,7 +105,7 @@ func (s *Service) Respond(ctx context.Context, driverID, bookingID string, until
 	}
 	next, err := s.driver.Apply(ctx, driverID, tr, now)
 	if err == nil {
-		s.enqueue(bookingID) // another driver may be free now: no waiting
+		s.enqueue(queued{id: bookingID}) // another driver may be free now: no waiting
 	}
 	return next, err
 }

@@ -408,11 +408,8 @@ func (s *Service) release(ctx context.Context, driverID, bookingID string, until
 	}
 }
 
-func (s *Service) enqueue(id string) {
-	s.enqueueClaimed(queued{id: id})
-}
-
-func (s *Service) enqueueClaimed(q queued) {
+// enqueue hands q to the workers, unless their queue is full.
+func (s *Service) enqueue(q queued) {
 	select {
 	case s.queue <- q:
 	default: // the next scan picks it up

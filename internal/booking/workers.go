@@ -81,7 +81,7 @@ func (s *Service) scan() {
 				s.log.Warn("claim due bookings", "err", err)
 			}
 			for _, id := range ids {
-				s.enqueueClaimed(queued{id: id, until: now.Add(s.cfg.ClaimHold)})
+				s.enqueue(queued{id: id, until: now.Add(s.cfg.ClaimHold)})
 			}
 		}
 		// Every instance that works part of the index sweeps: a lapsed
